@@ -1,0 +1,14 @@
+"""Errors that mean "the user's input is wrong" (exit code 2), as opposed to a bug (1)."""
+
+from __future__ import annotations
+
+from simulator.output import OutputError
+from simulator.scenario.errors import ScenarioError
+
+
+class RunConfigurationError(ValueError):
+    """A run option that cannot work (an unreachable scheduler, say)."""
+
+
+#: Every exception type the CLI reports as invalid input.
+InputError = (ScenarioError, OutputError, RunConfigurationError)

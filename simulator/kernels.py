@@ -1,0 +1,157 @@
+"""Numba step kernels: integrate the fleet's load, use and money between two events.
+
+Between two consecutive events the fleet is fixed, so one compiled call integrates every
+step of the interval ``[k0, k1)``: for each step it places the replicas each model needs on
+its pools (in the models' order, each model's pools in its order of preference), serves
+``min(demand, capacity)``, and books GPUs by use, energy, cost and revenue into
+preallocated arrays. Random draws never happen here: demand arrives as an array drawn
+from the path's NumPy generator.
+
+Column layouts of the output arrays are named by the ``POOL_*`` and ``MODEL_*`` constants.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+# Per (step, pool) columns.
+POOL_INSTALLED = 0
+POOL_AVAILABLE = 1
+POOL_INFERENCE = 2
+POOL_TRAINING = 3
+POOL_IDLE = 4
+POOL_BUSY = 5  # GPU-equivalents doing work: served load of inference replicas + training
+POOL_DEPRECIATION = 6
+POOL_CLOUD = 7
+POOL_ENERGY = 8
+POOL_FACILITY = 9
+POOL_RND = 10  # the part of this pool's cost that is training (R&D) compute
+POOL_ENERGY_KWH = 11
+N_POOL_COLS = 12
+
+# Per (step, model) columns.
+MODEL_DEMAND = 0
+MODEL_SERVED = 1
+MODEL_UNSERVED = 2
+MODEL_REPLICAS = 3
+MODEL_SHORTFALL_GPUS = 4
+MODEL_SLO_MET = 5  # requests served within the SLO
+MODEL_REVENUE = 6
+N_MODEL_COLS = 7
+
+# A request count within this of a whole number of replicas' capacity needs no extra replica.
+_REPLICA_SLACK = 1e-9
+
+
+@njit(cache=True)
+def integrate_interval(
+    k0,
+    k1,
+    step_s,
+    demand,
+    capacity_per_step,
+    gpus_per_replica,
+    preferences,
+    revenue_per_request,
+    installed,
+    available,
+    training,
+    depreciation_usd_s,
+    cloud_usd_gpu_s,
+    facility_usd_gpu_s,
+    busy_kw,
+    idle_kw,
+    usd_per_kwh,
+    other_usd_s,
+    pool_out,
+    model_out,
+    other_out,
+):
+    """Integrate steps ``k0 <= k < k1`` with the fleet held fixed.
+
+    Args:
+        k0, k1: first step and one past the last step of the interval.
+        step_s: step length in seconds.
+        demand: requests per step, shape (n_steps, n_models).
+        capacity_per_step: requests one replica serves in one step, per model.
+        gpus_per_replica: GPUs of one replica, per model.
+        preferences: pool indices per model in order of preference, -1 padded.
+        revenue_per_request: USD per served request, per model.
+        installed, available, training: GPUs per pool (available excludes failed GPUs).
+        depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
+        cloud_usd_gpu_s: rental price per installed GPU, USD per second.
+        facility_usd_gpu_s: facility charge per installed GPU, USD per second.
+        busy_kw, idle_kw: facility power (PUE included) of a busy and an idle GPU, per pool.
+        usd_per_kwh: energy price.
+        other_usd_s: fixed other costs, USD per second.
+        pool_out, model_out, other_out: output arrays written for steps k0..k1-1.
+    """
+    n_models = demand.shape[1]
+    n_pools = installed.shape[0]
+    n_prefs = preferences.shape[1]
+    hours = step_s / 3600.0
+    free = np.empty(n_pools, dtype=np.int64)
+    inference = np.empty(n_pools, dtype=np.int64)
+    busy = np.empty(n_pools, dtype=np.float64)
+    for k in range(k0, k1):
+        for p in range(n_pools):
+            free[p] = max(available[p] - training[p], 0)
+            inference[p] = 0
+            busy[p] = float(min(training[p], available[p]))
+        for m in range(n_models):
+            requests = demand[k, m]
+            per_replica = capacity_per_step[m]
+            gpus = gpus_per_replica[m]
+            needed = 0
+            if requests > 0.0:
+                needed = int(math.ceil(requests / per_replica - _REPLICA_SLACK))
+            placed = 0
+            for j in range(n_prefs):
+                p = preferences[m, j]
+                if p < 0 or placed >= needed:
+                    break
+                take = min(needed - placed, free[p] // gpus)
+                if take <= 0:
+                    continue
+                free[p] -= take * gpus
+                inference[p] += take * gpus
+                placed += take
+                # Replicas are filled in turn, so this pool's share of the load is its share
+                # of the replicas (all full except, when demand is met, the last one).
+                load = min(requests, placed * per_replica) - min(requests, (placed - take) * per_replica)
+                busy[p] += load / per_replica * gpus
+            served = min(requests, placed * per_replica)
+            model_out[k, m, MODEL_DEMAND] = requests
+            model_out[k, m, MODEL_SERVED] = served
+            model_out[k, m, MODEL_UNSERVED] = requests - served
+            model_out[k, m, MODEL_REPLICAS] = placed
+            model_out[k, m, MODEL_SHORTFALL_GPUS] = (needed - placed) * gpus
+            model_out[k, m, MODEL_SLO_MET] = served
+            model_out[k, m, MODEL_REVENUE] = served * revenue_per_request[m]
+        for p in range(n_pools):
+            avail = available[p]
+            train = min(training[p], avail)
+            per_gpu = (cloud_usd_gpu_s[p] + facility_usd_gpu_s[p]) * installed[p] * step_s
+            depreciation = depreciation_usd_s[p] * step_s
+            kwh = (busy[p] * busy_kw[p] + (avail - busy[p]) * idle_kw[p]) * hours
+            energy = kwh * usd_per_kwh
+            rnd = 0.0
+            if installed[p] > 0:
+                rnd = (per_gpu + depreciation) * train / installed[p]
+            rnd += train * busy_kw[p] * hours * usd_per_kwh
+            pool_out[k, p, POOL_INSTALLED] = installed[p]
+            pool_out[k, p, POOL_AVAILABLE] = avail
+            pool_out[k, p, POOL_INFERENCE] = inference[p]
+            pool_out[k, p, POOL_TRAINING] = train
+            pool_out[k, p, POOL_IDLE] = avail - train - inference[p]
+            pool_out[k, p, POOL_BUSY] = busy[p]
+            pool_out[k, p, POOL_DEPRECIATION] = depreciation
+            pool_out[k, p, POOL_CLOUD] = cloud_usd_gpu_s[p] * installed[p] * step_s
+            pool_out[k, p, POOL_ENERGY] = energy
+            pool_out[k, p, POOL_FACILITY] = facility_usd_gpu_s[p] * installed[p] * step_s
+            pool_out[k, p, POOL_RND] = rnd
+            pool_out[k, p, POOL_ENERGY_KWH] = kwh
+        other_out[k] = other_usd_s * step_s

@@ -1,0 +1,50 @@
+"""What a run returns: the tables, the summary, and how to save them.
+
+``Results.timeseries`` (one row per path and step), ``Results.pools`` (per pool),
+``Results.models`` (per served model) and ``Results.summary`` (the dict written to
+``summary.json``). ``Results.save(dir)`` writes the run directory atomically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simulator.engine import PathResult
+from simulator.output import write_run_directory
+from simulator.scenario import Scenario, dump_scenario
+from simulator.summary import summarize
+from simulator.tables import models_table, pools_table, timeseries_table
+
+
+class Results:
+    """Tables and summary of a simulated scenario."""
+
+    def __init__(self, scenario: Scenario, paths: Sequence[PathResult], pool_names: Sequence[str], model_names: Sequence[str]) -> None:
+        ordered = sorted(paths, key=lambda result: result.path)
+        times = scenario.horizon.times()
+        self.scenario = scenario
+        self.timeseries: pd.DataFrame = timeseries_table(ordered, times)
+        self.pools: pd.DataFrame = pools_table(ordered, times, pool_names)
+        self.models: pd.DataFrame = models_table(ordered, times, model_names)
+        self.summary: dict[str, Any] = summarize(scenario, self.timeseries)
+
+    def save(self, directory: str | Path) -> Path:
+        """Write the run directory atomically; an earlier one at that path is replaced whole."""
+        tables = {
+            "timeseries.parquet": self.timeseries,
+            "pools.parquet": self.pools,
+            "models.parquet": self.models,
+        }
+        return write_run_directory(
+            Path(directory),
+            tables=tables,
+            summary=self.summary,
+            resolved_yaml=dump_scenario(self.scenario),
+        )
+
+    def __repr__(self) -> str:
+        return f"Results(scenario={self.scenario.name!r}, paths={self.summary['paths']}, steps={self.summary['steps']})"

@@ -1,0 +1,71 @@
+"""Run a scenario the way the CLI does: choose the executor, show progress, return Results.
+
+A Dask scheduler address selects a distributed executor (the cluster's own
+``concurrent.futures`` interface); otherwise paths run on a local process pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from concurrent.futures import Executor
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from simulator.errors import RunConfigurationError
+from simulator.montecarlo import simulate
+from simulator.results import Results
+from simulator.scenario import Scenario
+
+
+@contextlib.contextmanager
+def dask_executor(address: str, timeout_s: float = 10.0) -> Iterator[Executor]:
+    """An executor on the Dask cluster at ``address``; raise a clear error if unreachable."""
+    from distributed import Client
+
+    try:
+        client = Client(address, timeout=timeout_s, set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise RunConfigurationError(f"--scheduler {address}: cannot connect ({exc})") from None
+    try:
+        yield client.get_executor()
+    finally:
+        client.close()
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    paths: int | None = None,
+    seed: int | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    show_progress: bool = True,
+) -> Results:
+    """Simulate with a progress bar on stderr when there is more than one path."""
+    n_paths = paths or scenario.paths
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+        disable=not show_progress or n_paths < 2,
+    )
+    with progress, (dask_executor(scheduler) if scheduler else contextlib.nullcontext()) as executor:
+        task = progress.add_task("paths", total=n_paths)
+        return simulate(
+            scenario,
+            paths=paths,
+            seed=seed,
+            executor=executor,
+            workers=workers,
+            progress=lambda done, total: progress.update(task, completed=done),
+        )

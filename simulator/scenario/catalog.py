@@ -1,0 +1,87 @@
+"""Built-in GPU catalog: the accelerators a scenario can name without describing them.
+
+Figures are dense (no sparsity) peak throughput, memory, thermal design power and prices,
+each with its source and date; prices move fast, so a scenario can override any field
+(``gpus: {H100: {price_usd: 28000}}``) or add a GPU of its own. Names are matched without
+regard to case.
+
+Sources: NVIDIA H100/H200/B200 and A100 datasheets; AMD MI300X datasheet; Epoch AI,
+``epoch-research/training-cost-trends`` (hardware prices); neocloud on-demand list prices
+collected 2024-25. See ``shared/data/reference_hardware.md`` of the project.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from simulator.scenario.types import Frozen, Positive
+
+
+class GpuSpec(Frozen):
+    """One accelerator type: peak throughput per dtype, memory, power and prices."""
+
+    tflops_bf16: Positive = Field(description="Dense BF16 peak, TFLOP/s")
+    tflops_fp8: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="Dense FP8 peak, TFLOP/s (none where unsupported)"
+    )
+    memory_gb: Positive
+    memory_tbps: Positive = Field(description="Memory bandwidth, TB/s")
+    tdp_w: Positive = Field(description="Thermal design power of one GPU, watts")
+    price_usd: Annotated[float, Field(ge=0)] = Field(description="Purchase price per GPU")
+    cloud_usd_per_gpu_hour: Annotated[float, Field(ge=0)] = Field(
+        description="Typical on-demand rental price per GPU-hour"
+    )
+    source: str = ""
+    as_of: str = ""
+
+
+BUILTIN_GPUS: dict[str, dict[str, object]] = {
+    "A100-80GB": dict(
+        tflops_bf16=312, tflops_fp8=None, memory_gb=80, memory_tbps=2.04, tdp_w=400,
+        price_usd=18_000, cloud_usd_per_gpu_hour=1.79,
+        source="NVIDIA A100 datasheet; Epoch AI hardware prices; neocloud list prices",
+        as_of="2025-03",
+    ),
+    "H100": dict(
+        tflops_bf16=989, tflops_fp8=1979, memory_gb=80, memory_tbps=3.35, tdp_w=700,
+        price_usd=33_000, cloud_usd_per_gpu_hour=2.99,
+        source="NVIDIA H100 SXM datasheet; Epoch AI hardware prices; neocloud list prices",
+        as_of="2025-03",
+    ),
+    "H200": dict(
+        tflops_bf16=989, tflops_fp8=1979, memory_gb=141, memory_tbps=4.8, tdp_w=700,
+        price_usd=40_000, cloud_usd_per_gpu_hour=3.79,
+        source="NVIDIA H200 datasheet; Epoch AI hardware prices",
+        as_of="2025-03",
+    ),
+    "B200": dict(
+        tflops_bf16=2250, tflops_fp8=4500, memory_gb=192, memory_tbps=8.0, tdp_w=1000,
+        price_usd=47_400, cloud_usd_per_gpu_hour=5.99,
+        source="NVIDIA B200 datasheet; Epoch AI hardware prices (DGX B200 share, Dec 2024)",
+        as_of="2024-12",
+    ),
+    "MI300X": dict(
+        tflops_bf16=1307, tflops_fp8=2615, memory_gb=192, memory_tbps=5.3, tdp_w=750,
+        price_usd=25_700, cloud_usd_per_gpu_hour=4.99,
+        source="AMD MI300X datasheet; 8-GPU listing Feb 2025; neocloud list price",
+        as_of="2025-02",
+    ),
+    "L40S": dict(
+        tflops_bf16=362, tflops_fp8=733, memory_gb=48, memory_tbps=0.864, tdp_w=350,
+        price_usd=12_000, cloud_usd_per_gpu_hour=0.99,
+        source="NVIDIA L40S datasheet; neocloud list prices (purchase price unverified)",
+        as_of="2025-03",
+    ),
+}
+
+
+def canonical_gpu_name(name: str, known: dict[str, object] | None = None) -> str | None:
+    """The catalog's spelling of ``name`` (matched case-insensitively), or None."""
+    table = BUILTIN_GPUS if known is None else known
+    folded = name.strip().casefold()
+    for canonical in table:
+        if canonical.casefold() == folded:
+            return canonical
+    return None

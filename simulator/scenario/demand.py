@@ -1,0 +1,161 @@
+"""How a served model's request rate evolves: base rate, growth, seasonality, noise.
+
+The expected rate at time t is ``base_rps × growth(t) × daily(t) × weekly(t)`` (a piecewise
+curve gives absolute rates and replaces ``base_rps × growth``). Growth is counted from the
+demand's ``start`` (the launch); before it the rate is zero. Noise is Poisson: the number of
+requests in a step is Poisson with the expected count as its mean; ``noise: none`` gives the
+expected count itself, so a test can compute the answer by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from simulator.scenario.types import Fraction, Frozen, NonNegative, Positive, When
+
+
+class ConstantGrowth(Frozen):
+    """No growth: the base rate throughout."""
+
+    kind: Literal["constant"] = "constant"
+
+
+class LinearGrowth(Frozen):
+    """``1 + increase_per_month × months``: the base rate gains a fixed amount each month."""
+
+    kind: Literal["linear"] = "linear"
+    increase_per_month: Annotated[float, Field(ge=-1, allow_inf_nan=False)] = Field(
+        description="Added each month, as a fraction of the base rate (0.1 = +10% of base)"
+    )
+
+
+class ExponentialGrowth(Frozen):
+    """``(1 + rate_per_month) ** months``: compound growth."""
+
+    kind: Literal["exponential"] = "exponential"
+    rate_per_month: Annotated[float, Field(gt=-1, le=10, allow_inf_nan=False)] = Field(
+        description="Monthly growth rate (0.15 = 15% a month)"
+    )
+
+
+class LogisticGrowth(Frozen):
+    """``ceiling / (1 + (ceiling − 1)·e^(−r·months))``: fast growth that saturates.
+
+    Starts at 1 (the base rate), grows at about ``rate_per_month`` while small against the
+    ceiling, and approaches ``ceiling`` times the base rate.
+    """
+
+    kind: Literal["logistic"] = "logistic"
+    ceiling: Annotated[float, Field(gt=1, allow_inf_nan=False)] = Field(
+        description="Saturation level as a multiple of the base rate"
+    )
+    rate_per_month: Positive = Field(description="Continuous growth rate while far from the ceiling")
+
+
+class RatePoint(Frozen):
+    """One point of a piecewise rate curve."""
+
+    at: When
+    rps: NonNegative
+
+
+class PiecewiseGrowth(Frozen):
+    """Absolute rates at dates, interpolated linearly; flat before the first and after the last.
+
+    Give the points inline or as ``csv:`` with columns ``date,rps`` (a path relative to the
+    scenario file).
+    """
+
+    kind: Literal["piecewise"] = "piecewise"
+    csv: str | None = None
+    points: list[RatePoint] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_csv(cls, data: object, info: ValidationInfo) -> object:
+        if not isinstance(data, dict) or not data.get("csv") or data.get("points"):
+            return data
+        base = Path((info.context or {}).get("base_dir", "."))
+        path = base / str(data["csv"])
+        return {**data, "points": _read_rate_csv(path)}
+
+    @model_validator(mode="after")
+    def _has_points(self) -> PiecewiseGrowth:
+        if not self.points:
+            raise ValueError("a piecewise curve needs 'points' or a 'csv' file with rows")
+        return self
+
+
+def _read_rate_csv(path: Path) -> list[dict[str, str]]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    if not rows or [c.strip().lower() for c in rows[0][:2]] != ["date", "rps"]:
+        raise ValueError(f"{path} line 1: expected the header 'date,rps'")
+    points = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) < 2:
+            raise ValueError(f"{path} line {number}: expected 'date,rps', got {','.join(row)!r}")
+        try:
+            rps = float(row[1])
+        except ValueError:
+            raise ValueError(f"{path} line {number}: rps {row[1]!r} is not a number") from None
+        points.append({"at": row[0].strip(), "rps": rps})
+    return points
+
+
+Growth = Annotated[
+    ConstantGrowth | LinearGrowth | ExponentialGrowth | LogisticGrowth | PiecewiseGrowth,
+    Field(discriminator="kind"),
+]
+
+
+class Seasonality(Frozen):
+    """Daily and weekly cycles, each ``1 + amplitude × cos(2π (t − peak) / period)``.
+
+    Both cycles average to 1 over whole weeks, so they move load around without changing
+    the total. Times are UTC.
+    """
+
+    daily_amplitude: Fraction = 0.0
+    peak_hour: Annotated[float, Field(ge=0, lt=24)] = Field(default=15.0, description="UTC hour")
+    weekly_amplitude: Fraction = 0.0
+    peak_weekday: Annotated[int, Field(ge=0, le=6)] = Field(
+        default=2, description="0 = Monday … 6 = Sunday"
+    )
+
+
+class Demand(Frozen):
+    """Inference demand for one served model."""
+
+    base_rps: NonNegative | None = Field(
+        default=None, description="Mean requests per second at the start (not with piecewise)"
+    )
+    start: When | None = Field(default=None, description="Launch: no demand before this")
+    growth: Growth = Field(default_factory=ConstantGrowth)
+    seasonality: Seasonality = Field(default_factory=Seasonality)
+    noise: Literal["poisson", "none"] = "poisson"
+    input_tokens: NonNegative = Field(default=1000.0, description="Mean prompt tokens per request")
+    output_tokens: NonNegative = Field(default=250.0, description="Mean output tokens per request")
+
+    @field_validator("growth", mode="before")
+    @classmethod
+    def _growth_shorthand(cls, value: object) -> object:
+        return {"kind": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _base_rate(self) -> Demand:
+        piecewise = isinstance(self.growth, PiecewiseGrowth)
+        if piecewise and self.base_rps is not None:
+            raise ValueError("'base_rps' is not used with piecewise growth; the points give the rates")
+        if not piecewise and self.base_rps is None:
+            raise ValueError("'base_rps' is required (requests per second at the start)")
+        return self

@@ -1,0 +1,205 @@
+"""From a file, a dict and ``--set`` overrides to a validated :class:`Scenario`.
+
+Every failure becomes one :class:`ScenarioError` naming the field path and YAML line;
+nothing else escapes, so the CLI can print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from simulator.scenario.errors import Loc, ScenarioError
+from simulator.scenario.scenario import Scenario, check_references
+from simulator.scenario.yaml_source import read_yaml_file
+
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def load_scenario(
+    source: str | Path | Mapping[str, Any] | Scenario,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+) -> Scenario:
+    """Validate a scenario given as a YAML file path, a dict, or an existing Scenario.
+
+    Args:
+        source: path of a YAML file, a mapping with the same structure, or a Scenario.
+        overrides: field values to set before validation, as ``{"horizon.duration": "30d"}``
+            or as ``["horizon.duration=30d", "fleet.pools[0].count=64"]`` (values are YAML).
+
+    Raises:
+        ScenarioError: the first problem, with its field path and line.
+    """
+    if isinstance(source, Scenario):
+        if not overrides:
+            return source
+        source = source.model_dump(mode="json")
+    lines: dict[Loc, int] = {}
+    base_dir = Path(".")
+    origin: str | None = None
+    if isinstance(source, Mapping):
+        data: Any = copy.deepcopy(dict(source))
+    else:
+        origin = str(source)
+        base_dir = Path(source).parent
+        data, lines = read_yaml_file(source)
+    try:
+        if not isinstance(data, dict):
+            kind = type(data).__name__
+            raise ScenarioError((), f"expected a mapping of fields at the top level, got a {kind}", 1)
+        for key, value in _normalize_overrides(overrides):
+            _set_path(data, key, value)
+        try:
+            scenario = Scenario.model_validate(data, context={"base_dir": str(base_dir)})
+        except ValidationError as exc:
+            raise _from_validation_error(exc, data) from None
+        check_references(scenario)
+    except ScenarioError as exc:
+        if exc.line is None and lines:
+            exc.line = _line_of(exc.loc, lines)
+        exc.source = origin
+        raise
+    return scenario
+
+
+def _normalize_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) -> list[tuple[str, Any]]:
+    if not overrides:
+        return []
+    if isinstance(overrides, Mapping):
+        return list(overrides.items())
+    pairs = []
+    for item in overrides:
+        key, sep, text = str(item).partition("=")
+        if not sep or not key.strip():
+            raise ScenarioError((), f"--set expects FIELD=VALUE, got {item!r}")
+        try:
+            value = yaml.safe_load(text) if text.strip() else ""
+        except yaml.YAMLError:
+            value = text
+        pairs.append((key.strip(), value))
+    return pairs
+
+
+def _parse_path(text: str) -> Loc:
+    parts: list[str | int] = []
+    position = 0
+    for match in _PATH_PART.finditer(text):
+        if text[position : match.start()] not in ("", "."):
+            break
+        parts.append(int(match.group(2)) if match.group(2) is not None else match.group(1))
+        position = match.end()
+    if not parts or position != len(text):
+        raise ScenarioError((), f"--set: cannot read the field path {text!r}")
+    return tuple(parts)
+
+
+def _set_path(data: dict[str, Any], key: str, value: Any) -> None:
+    loc = _parse_path(key)
+    node: Any = data
+    for depth, part in enumerate(loc[:-1]):
+        nxt = loc[depth + 1]
+        if isinstance(part, int):
+            if not isinstance(node, list) or part >= len(node):
+                raise ScenarioError(loc[: depth + 1], "--set: no such list item")
+            node = node[part]
+        else:
+            if not isinstance(node, dict):
+                raise ScenarioError(loc[:depth], "--set: not a mapping")
+            node = node.setdefault(part, [] if isinstance(nxt, int) else {})
+    last = loc[-1]
+    if isinstance(last, int):
+        if not isinstance(node, list) or last >= len(node):
+            raise ScenarioError(loc, "--set: no such list item")
+    elif not isinstance(node, dict):
+        raise ScenarioError(loc[:-1], "--set: not a mapping")
+    node[last] = value
+
+
+def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
+    error = exc.errors(include_url=False)[0]
+    loc = _data_loc(data, error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        known = sorted(_allowed_fields(loc[:-1], data))
+        guess = difflib.get_close_matches(str(loc[-1]), known, n=1)
+        hint = f"did you mean {guess[0]!r}?" if guess else f"allowed: {', '.join(known)}"
+        return ScenarioError(loc, f"unknown field ({hint})")
+    if kind == "missing":
+        return ScenarioError(loc, "required field is missing")
+    message = str(error["msg"]).removeprefix("Value error, ")
+    if message and message[0].isupper() and not message.startswith(("'", '"')):
+        message = message[0].lower() + message[1:]
+    value = error.get("input")
+    if kind not in ("value_error", "assertion_error") and not isinstance(value, dict | list):
+        message += f", got {value!r}"
+    return ScenarioError(loc, message)
+
+
+def _data_loc(data: Any, raw: tuple[Any, ...]) -> Loc:
+    """The part of a pydantic error location that names real keys of the data.
+
+    Pydantic inserts union members and discriminator tags into locations; they are skipped
+    by following the data itself.
+    """
+    loc: list[str | int] = []
+    node = data
+    for part in raw:
+        if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            loc.append(part)
+            node = node[part]
+        elif isinstance(node, dict) and isinstance(part, str) and part == raw[-1]:
+            loc.append(part)  # a missing or unknown key
+            node = None
+    return tuple(loc)
+
+
+def _line_of(loc: Loc, lines: dict[Loc, int]) -> int | None:
+    for depth in range(len(loc), -1, -1):
+        if loc[:depth] in lines:
+            return lines[loc[:depth]]
+    return None
+
+
+def _allowed_fields(loc: Loc, data: Any) -> set[str]:
+    """Field names allowed at ``loc``, found by following the Scenario's type annotations."""
+    candidates: list[Any] = [Scenario]
+    for part in loc:
+        following: list[Any] = []
+        for tp in candidates:
+            for member in _members(tp):
+                origin = typing.get_origin(member)
+                if isinstance(part, int) and origin is list:
+                    following.append(typing.get_args(member)[0])
+                elif origin is dict:
+                    following.append(typing.get_args(member)[1])
+                elif _is_model(member) and part in member.model_fields:
+                    following.append(member.model_fields[part].annotation)
+        candidates = following
+    names: set[str] = set()
+    for tp in candidates:
+        for member in _members(tp):
+            if _is_model(member):
+                names.update(member.model_fields)
+    return names
+
+
+def _members(tp: Any) -> list[Any]:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _members(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        return [m for arg in typing.get_args(tp) for m in _members(arg)]
+    return [tp]
+
+
+def _is_model(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, BaseModel)

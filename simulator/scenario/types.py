@@ -1,0 +1,102 @@
+"""Field types shared by the scenario models: readable at the edge, SI units inside.
+
+A ``Duration`` is written ``90d`` or ``2h`` and held as float seconds; an ``Instant`` is an
+ISO date held as a ``pandas.Timestamp``; a ``When`` is either of them, an offset from the
+start of the horizon or a date. Each serializes back to readable text, so
+``scenario.resolved.yaml`` reads like the file the user wrote.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any
+
+import pandas as pd
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+)
+
+from simulator.units import (
+    UnitError,
+    format_duration,
+    format_timestamp,
+    parse_duration,
+    parse_timestamp,
+)
+
+
+class Frozen(BaseModel):
+    """Base of every scenario model: immutable, and unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
+
+def _duration(value: Any) -> float:
+    try:
+        return parse_duration(value)
+    except UnitError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _instant(value: Any) -> pd.Timestamp:
+    if isinstance(value, pd.Timestamp):
+        return value
+    try:
+        return parse_timestamp(value)
+    except UnitError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _when(value: Any) -> float | pd.Timestamp:
+    """An offset (``90d``) or a date (``2026-09-01``)."""
+    if isinstance(value, pd.Timestamp | dt.date):
+        return _instant(value)
+    if isinstance(value, str):
+        try:
+            return parse_duration(value)
+        except UnitError:
+            try:
+                return parse_timestamp(value)
+            except UnitError:
+                raise ValueError(
+                    f"expected a date such as '2026-09-01' or an offset from the start "
+                    f"such as '90d', got {value!r}"
+                ) from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    raise ValueError(f"expected a date or an offset such as '90d', got {value!r}")
+
+
+def _write_when(value: float | pd.Timestamp) -> str:
+    if isinstance(value, pd.Timestamp):
+        return format_timestamp(value)
+    return format_duration(value)
+
+
+Duration = Annotated[
+    float,
+    BeforeValidator(_duration),
+    PlainSerializer(format_duration, return_type=str),
+    WithJsonSchema({"type": "string", "examples": ["90d", "2h", "15min", "6mo"]}),
+]
+Instant = Annotated[
+    pd.Timestamp,
+    BeforeValidator(_instant),
+    PlainSerializer(format_timestamp, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date", "examples": ["2026-03-01"]}),
+]
+When = Annotated[
+    float | pd.Timestamp,
+    BeforeValidator(_when),
+    PlainSerializer(_write_when, return_type=str),
+    WithJsonSchema({"type": "string", "examples": ["2026-09-01", "90d"]}),
+]
+
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Positive = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)]

@@ -1,0 +1,93 @@
+"""Read YAML safely and remember where every value came from.
+
+PyYAML's ``SafeLoader`` composes the document into a node graph that carries line marks;
+we walk that graph once to map each field path to its line, then construct plain Python
+values with the safe constructor. Tags such as ``!!python/object`` are rejected, never
+constructed. Aliases are followed during the walk under a node budget, so a "billion
+laughs" document is refused after a bounded amount of work instead of exhausting memory.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from simulator.scenario.errors import Loc, ScenarioError
+
+#: Most YAML nodes a scenario may expand to, counting every alias use.
+MAX_NODES = 200_000
+#: Largest scenario file read, in bytes.
+MAX_BYTES = 5_000_000
+
+
+def read_yaml_file(path: str | Path) -> tuple[Any, dict[Loc, int]]:
+    """Load a scenario file; return its data and a map from field path to 1-based line."""
+    path = Path(path)
+    source = str(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ScenarioError((), f"cannot read {source}: {exc.strerror}", source=source) from None
+    if path.is_dir():
+        raise ScenarioError((), f"{source} is a directory, not a scenario file", source=source)
+    if size > MAX_BYTES:
+        raise ScenarioError((), f"{source} is {size:,} bytes; scenarios are limited to {MAX_BYTES:,}")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScenarioError((), f"{source} is not UTF-8 text ({exc.reason})") from None
+    return parse_yaml_text(text, source)
+
+
+def parse_yaml_text(text: str, source: str = "<string>") -> tuple[Any, dict[Loc, int]]:
+    """Parse YAML text; return its data and a map from field path to 1-based line."""
+    loader = yaml.SafeLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            raise _yaml_error(exc) from None
+        except yaml.YAMLError as exc:
+            raise ScenarioError((), f"not valid YAML: {exc}") from None
+        if node is None:
+            raise ScenarioError((), f"{source} is empty; a scenario needs at least 'name'")
+        lines: dict[Loc, int] = {}
+        _map_lines(node, (), lines, [0])
+        try:
+            data = loader.construct_document(node)
+        except yaml.MarkedYAMLError as exc:
+            raise _yaml_error(exc) from None
+    finally:
+        loader.dispose()
+    return data, lines
+
+
+def _yaml_error(exc: yaml.MarkedYAMLError) -> ScenarioError:
+    mark = exc.problem_mark or exc.context_mark
+    line = mark.line + 1 if mark is not None else None
+    problem = exc.problem or exc.context or "invalid YAML"
+    if "constructor" in (problem or "") or "tag" in (problem or ""):
+        problem = f"{problem} (only plain YAML values are allowed; tags never construct objects)"
+    return ScenarioError((), f"not valid YAML: {problem}", line=line)
+
+
+def _map_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], count: list[int]) -> None:
+    count[0] += 1
+    if count[0] > MAX_NODES:
+        raise ScenarioError(
+            loc,
+            f"the document expands to more than {MAX_NODES:,} values "
+            "(aliases referring to aliases?); refusing to expand it",
+            line=node.start_mark.line + 1,
+        )
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+            lines.setdefault((*loc, key), key_node.start_mark.line + 1)
+            _map_lines(value_node, (*loc, key), lines, count)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _map_lines(item, (*loc, index), lines, count)

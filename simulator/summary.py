@@ -1,0 +1,149 @@
+"""Headline figures of a run: per-path totals and their spread across paths.
+
+Quantiles of totals use NumPy's default (linear interpolation). The first-shortfall time is
+a first-passage time: paths that never run short count as "after the horizon", and its
+quantiles are read off the empirical distribution (``inverted_cdf``), so P10 is the time by
+which at least 10% of paths have run short; a quantile beyond the horizon is null.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.scenario import Scenario
+from simulator.units import format_duration, format_timestamp
+
+QUANTILES = {"p10": 0.10, "p50": 0.50, "p90": 0.90}
+
+TOTALS = (
+    "demand_requests",
+    "served_requests",
+    "unserved_requests",
+    "cost_usd",
+    "cost_depreciation_usd",
+    "cost_cloud_usd",
+    "cost_energy_usd",
+    "cost_facility_usd",
+    "cost_other_usd",
+    "cogs_usd",
+    "rnd_compute_usd",
+    "revenue_usd",
+    "gross_margin_usd",
+    "energy_kwh",
+)
+
+
+def path_totals(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
+    """One row per path with its totals and derived ratios."""
+    frame = timeseries.assign(
+        busy=timeseries["utilization"] * timeseries["gpus_available"],
+        slo_met=timeseries["slo_attainment"] * timeseries["demand_requests"],
+        short=timeseries["unserved_requests"] > 0,
+    )
+    grouped = frame.groupby("path", sort=True)
+    totals = grouped[list(TOTALS)].sum()
+    busy = grouped["busy"].sum()
+    available = grouped["gpus_available"].sum()
+    totals["utilization_mean"] = (busy / available.where(available > 0)).fillna(0.0)
+    totals["share_served"] = (totals["served_requests"] / totals["demand_requests"].where(totals["demand_requests"] > 0)).fillna(1.0)
+    totals["slo_attainment"] = (grouped["slo_met"].sum() / totals["demand_requests"].where(totals["demand_requests"] > 0)).fillna(1.0)
+    revenue = totals["revenue_usd"]
+    totals["gross_margin_pct"] = 100.0 * totals["gross_margin_usd"] / revenue.where(revenue > 0)
+    totals["peak_shortfall_gpus"] = grouped["shortfall_gpus"].max()
+    totals["shortfall_hours"] = grouped["short"].sum() * step_s / 3600.0
+    first = frame.loc[frame["short"]].groupby("path")["time"].min()
+    totals["first_shortfall_time"] = first.reindex(totals.index)
+    return totals
+
+
+def summarize(scenario: Scenario, timeseries: pd.DataFrame) -> dict[str, Any]:
+    """The content of ``summary.json``."""
+    horizon = scenario.horizon
+    totals = path_totals(timeseries, horizon.step_s)
+    metrics = [c for c in totals.columns if c != "first_shortfall_time"]
+    summary: dict[str, Any] = {
+        "scenario": scenario.name,
+        "paths": int(len(totals)),
+        "seed": scenario.seed,
+        "start": format_timestamp(horizon.start),
+        "end": format_timestamp(horizon.start + pd.Timedelta(seconds=horizon.length_s)),
+        "step": format_duration(horizon.step_s),
+        "steps": horizon.n_steps,
+        "totals": {name: _number(totals[name].mean()) for name in metrics},
+        "quantiles": {
+            name: {q: _number(np.nanquantile(totals[name], p)) if totals[name].notna().any() else None for q, p in QUANTILES.items()}
+            for name in metrics
+        },
+        "first_shortfall_time": first_shortfall_quantiles(totals["first_shortfall_time"]),
+        "per_path": [
+            {
+                "path": int(path),
+                **{name: _number(row[name]) for name in metrics},
+                "first_shortfall_time": _stamp(row["first_shortfall_time"]),
+            }
+            for path, row in totals.iterrows()
+        ],
+    }
+    return summary
+
+
+def first_shortfall_quantiles(first: pd.Series) -> dict[str, Any]:
+    """P10/P50/P90 of the first-shortfall time across paths (null past the horizon)."""
+    nanos = first.astype("datetime64[ns]").to_numpy().astype("int64").astype(np.float64)
+    nanos[first.isna().to_numpy()] = np.inf
+    out: dict[str, Any] = {}
+    for name, p in QUANTILES.items():
+        value = np.quantile(nanos, p, method="inverted_cdf") if len(nanos) else np.inf
+        out[name] = None if not np.isfinite(value) else _stamp(pd.Timestamp(int(value)))
+    out["probability"] = float(first.notna().mean()) if len(first) else 0.0
+    return out
+
+
+def _number(value: Any) -> float | None:
+    value = float(value)
+    return None if math.isnan(value) or math.isinf(value) else value
+
+
+def _stamp(value: Any) -> str | None:
+    if value is None or pd.isna(value):
+        return None
+    return pd.Timestamp(value).isoformat()
+
+
+def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The few figures ``fleetcast run`` prints, as (label, text) rows."""
+    first = summary["first_shortfall_time"]
+    q = summary["quantiles"]
+
+    def when(value: str | None) -> str:
+        return "none" if value is None else value[:16].replace("T", " ")
+
+    def money(name: str) -> str:
+        band = q[name]
+        return f"${band['p50']:,.0f}  (P10 ${band['p10']:,.0f} – P90 ${band['p90']:,.0f})"
+
+    if first["probability"] == 0:
+        shortfall = "none in any path"
+    else:
+        shortfall = (
+            f"P10 {when(first['p10'])} · P50 {when(first['p50'])} · P90 {when(first['p90'])}"
+            f"  ({first['probability']:.0%} of paths)"
+        )
+    margin = q["gross_margin_pct"]
+    margin_text = (
+        "n/a (no revenue)"
+        if margin["p50"] is None
+        else f"{margin['p50']:.1f}%  (P10 {margin['p10']:.1f}% – P90 {margin['p90']:.1f}%)"
+    )
+    return [
+        ("First shortfall", shortfall),
+        ("Demand served", f"{q['share_served']['p50']:.2%}  (P10 {q['share_served']['p10']:.2%})"),
+        ("GPU utilization", f"{q['utilization_mean']['p50']:.1%}"),
+        ("Total cost", money("cost_usd")),
+        ("Revenue", money("revenue_usd")),
+        ("Gross margin", margin_text),
+    ]

@@ -1,0 +1,113 @@
+"""Readable units at the edge, seconds and USD inside.
+
+Scenarios speak in durations such as ``90d``, ``2h``, ``15min`` or ``50ms`` and in ISO dates;
+the engine speaks in float seconds since the start of the horizon. Parsing is pandas'
+``Timedelta``/``Timestamp``; this module only adds the conventions pandas lacks (months and
+years for planning, a compact way back to text) and one-line error messages.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+
+import pandas as pd
+
+SECONDS_PER_HOUR = 3600.0
+SECONDS_PER_DAY = 86_400.0
+#: A planning year: 365.25 days (the Julian year), so four years hold one leap day.
+SECONDS_PER_YEAR = 365.25 * SECONDS_PER_DAY
+#: A planning month: one twelfth of a planning year, 30.4375 days.
+SECONDS_PER_MONTH = SECONDS_PER_YEAR / 12.0
+
+_CALENDAR_UNITS = {
+    "y": SECONDS_PER_YEAR,
+    "yr": SECONDS_PER_YEAR,
+    "year": SECONDS_PER_YEAR,
+    "years": SECONDS_PER_YEAR,
+    "mo": SECONDS_PER_MONTH,
+    "month": SECONDS_PER_MONTH,
+    "months": SECONDS_PER_MONTH,
+    "w": 7 * SECONDS_PER_DAY,
+    "week": 7 * SECONDS_PER_DAY,
+    "weeks": 7 * SECONDS_PER_DAY,
+}
+_CALENDAR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]+)\s*$")
+
+# Units used to write a duration back out, largest first.
+_FORMAT_UNITS = (("d", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0), ("s", 1.0))
+
+
+class UnitError(ValueError):
+    """A value that is not a readable duration or date."""
+
+
+def parse_duration(value: object) -> float:
+    """Return a duration in seconds.
+
+    Accepts pandas Timedelta strings (``"90d"``, ``"2h"``, ``"15min"``, ``"1h30min"``,
+    ``"50ms"``), planning units pandas does not have (``"6mo"``, ``"2y"``, ``"3w"``), a
+    ``datetime.timedelta``, or a bare number of seconds.
+    """
+    if isinstance(value, bool):
+        raise UnitError(f"expected a duration such as '90d' or '2h', got {value!r}")
+    if isinstance(value, int | float):
+        seconds = float(value)
+    elif isinstance(value, dt.timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, str):
+        seconds = _parse_duration_text(value)
+    else:
+        raise UnitError(f"expected a duration such as '90d' or '2h', got {value!r}")
+    if not math.isfinite(seconds):
+        raise UnitError(f"duration must be finite, got {value!r}")
+    return seconds
+
+
+def _parse_duration_text(text: str) -> float:
+    match = _CALENDAR_RE.match(text.lower())
+    if match and match.group(2) in _CALENDAR_UNITS:
+        return float(match.group(1)) * _CALENDAR_UNITS[match.group(2)]
+    try:
+        delta = pd.Timedelta(text.strip())
+    except (ValueError, TypeError) as exc:
+        raise UnitError(
+            f"expected a duration such as '90d', '2h', '15min' or '6mo', got {text!r}"
+        ) from exc
+    if pd.isna(delta):
+        raise UnitError(f"expected a duration, got {text!r}")
+    return delta.total_seconds()
+
+
+def format_duration(seconds: float) -> str:
+    """Write seconds back as the largest whole unit that represents them exactly."""
+    if seconds == 0:
+        return "0s"
+    for suffix, size in _FORMAT_UNITS:
+        count = seconds / size
+        if abs(count - round(count)) < 1e-9 and abs(count) >= 1:
+            return f"{int(round(count))}{suffix}"
+    return f"{seconds * 1000:g}ms"
+
+
+def parse_timestamp(value: object) -> pd.Timestamp:
+    """Return a timezone-naive UTC timestamp from an ISO date or datetime."""
+    if isinstance(value, bool) or value is None:
+        raise UnitError(f"expected an ISO date such as '2026-03-01', got {value!r}")
+    try:
+        stamp = pd.Timestamp(value)
+    except (ValueError, TypeError) as exc:
+        raise UnitError(f"expected an ISO date such as '2026-03-01', got {value!r}") from exc
+    if pd.isna(stamp):
+        raise UnitError(f"expected an ISO date such as '2026-03-01', got {value!r}")
+    if stamp.tzinfo is not None:
+        stamp = stamp.tz_convert("UTC").tz_localize(None)
+    return stamp
+
+
+def format_timestamp(stamp: pd.Timestamp) -> str:
+    """ISO text of a timestamp: the date alone when it falls on midnight."""
+    if stamp == stamp.normalize():
+        return stamp.strftime("%Y-%m-%d")
+    return stamp.isoformat()
