@@ -105,7 +105,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         gpus_per_replica=np.array([model.gpus_per_replica for model in models], dtype=np.int64),
         preferences=preferences,
         revenue_per_request=np.array(
-            [model.revenue_per_request for model in models], dtype=np.float64
+            [model.revenue_per_request(scenario.pricing) for model in models], dtype=np.float64
         ),
         expected_demand=demand,
         noise=tuple(model.demand.noise for model in models),

@@ -120,7 +120,7 @@ def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
     q = summary["quantiles"]
 
     def when(value: str | None) -> str:
-        return "none" if value is None else value[:16].replace("T", " ")
+        return "none" if value is None else value[:10]
 
     def money(name: str) -> str:
         band = q[name]
@@ -129,10 +129,7 @@ def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
     if first["probability"] == 0:
         shortfall = "none in any path"
     else:
-        shortfall = (
-            f"P10 {when(first['p10'])} · P50 {when(first['p50'])} · P90 {when(first['p90'])}"
-            f"  ({first['probability']:.0%} of paths)"
-        )
+        shortfall = f"P10 {when(first['p10'])} · P50 {when(first['p50'])} · P90 {when(first['p90'])}"
     margin = q["gross_margin_pct"]
     margin_text = (
         "n/a (no revenue)"
@@ -141,6 +138,7 @@ def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
     )
     return [
         ("First shortfall", shortfall),
+        ("Paths running short", f"{first['probability']:.0%}"),
         ("Demand served", f"{q['share_served']['p50']:.2%}  (P10 {q['share_served']['p10']:.2%})"),
         ("GPU utilization", f"{q['utilization_mean']['p50']:.1%}"),
         ("Total cost", money("cost_usd")),

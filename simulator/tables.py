@@ -75,9 +75,7 @@ def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex) -> 
         table[name] = model[:, _MODEL_COLUMNS[name]]
     for name in ("gpus_installed", "gpus_available", "gpus_inference", "gpus_training", "gpus_idle"):
         table[name] = pool[:, _POOL_COLUMNS[name]]
-    table["utilization"] = np.clip(
-        _ratio(pool[:, K.POOL_BUSY], pool[:, K.POOL_AVAILABLE], 0.0), 0.0, 1.0
-    )
+    table["utilization"] = _ratio(pool[:, K.POOL_BUSY], pool[:, K.POOL_AVAILABLE], 0.0)
     table["slo_attainment"] = _ratio(model[:, K.MODEL_SLO_MET], model[:, K.MODEL_DEMAND], 1.0)
     table["shortfall_gpus"] = model[:, K.MODEL_SHORTFALL_GPUS]
     for name in COST_COMPONENTS[:-1]:
@@ -109,9 +107,7 @@ def pools_table(
     }
     for name, column in _POOL_COLUMNS.items():
         table[name] = stacked[:, column]
-    table["utilization"] = np.clip(
-        _ratio(stacked[:, K.POOL_BUSY], stacked[:, K.POOL_AVAILABLE], 0.0), 0.0, 1.0
-    )
+    table["utilization"] = _ratio(stacked[:, K.POOL_BUSY], stacked[:, K.POOL_AVAILABLE], 0.0)
     table["cost_usd"] = sum(table[name] for name in COST_COMPONENTS[:-1])
     frame = pd.DataFrame(_cast(table))
     frame["pool"] = pd.Categorical(frame["pool"], categories=list(names))

@@ -69,8 +69,10 @@ def _parse_duration_text(text: str) -> float:
     match = _CALENDAR_RE.match(text.lower())
     if match and match.group(2) in _CALENDAR_UNITS:
         return float(match.group(1)) * _CALENDAR_UNITS[match.group(2)]
+    # pandas reads days as "D"; scenarios write "90d".
+    text = re.sub(r"(\d)\s*d(?![a-z])", r"\1D", text.strip())
     try:
-        delta = pd.Timedelta(text.strip())
+        delta = pd.Timedelta(text)
     except (ValueError, TypeError) as exc:
         raise UnitError(
             f"expected a duration such as '90d', '2h', '15min' or '6mo', got {text!r}"

@@ -63,6 +63,7 @@ def load_scenario(
         except ValidationError as exc:
             raise _from_validation_error(exc, data) from None
         check_references(scenario)
+        scenario = scenario.with_defaults_shown()
     except ScenarioError as exc:
         if exc.line is None and lines:
             exc.line = _line_of(exc.loc, lines)
@@ -125,7 +126,9 @@ def _set_path(data: dict[str, Any], key: str, value: Any) -> None:
 
 
 def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
-    error = exc.errors(include_url=False)[0]
+    found = exc.errors(include_url=False)
+    # A misspelt key also makes the right one "missing": report the misspelling.
+    error = next((e for e in found if e["type"] == "extra_forbidden"), found[0])
     loc = _data_loc(data, error["loc"])
     kind = error["type"]
     if kind == "extra_forbidden":

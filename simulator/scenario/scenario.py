@@ -56,12 +56,16 @@ class Scenario(Frozen):
                 _resolve_pool_gpu(pool, gpus)
         if gpus is not None:
             data["gpus"] = gpus
-        pricing = data.get("pricing")
-        models = data.get("models")
-        for model in models if isinstance(models, list) else []:
-            if isinstance(model, dict) and "pricing" not in model and pricing is not None:
-                model["pricing"] = copy.deepcopy(pricing)
         return data
+
+    def pricing_of(self, model: ServedModel) -> Pricing:
+        """The model's own pricing, or the scenario's."""
+        return model.pricing if model.pricing is not None else self.pricing
+
+    def with_defaults_shown(self) -> Scenario:
+        """The same scenario with inherited values written out (each model's pricing)."""
+        models = [m.model_copy(update={"pricing": self.pricing_of(m)}) for m in self.models]
+        return self.model_copy(update={"models": models})
 
     def gpu(self, name: str) -> GpuSpec:
         """The spec of a GPU type used by this scenario."""

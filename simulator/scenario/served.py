@@ -35,10 +35,9 @@ class ServedModel(Frozen):
     def _one_pool(cls, value: object) -> object:
         return [value] if isinstance(value, str) else value
 
-    @property
-    def revenue_per_request(self) -> float:
+    def revenue_per_request(self, default: Pricing) -> float:
         """USD earned by one served request of mean length."""
-        price = self.pricing or Pricing()
+        price = self.pricing or default
         return (
             self.demand.input_tokens * price.input_usd_per_1m
             + self.demand.output_tokens * price.output_usd_per_1m

@@ -1,0 +1,338 @@
+"""The slow, obviously-correct reference of Fleetcast's step model: one SimPy tick per step.
+
+This module is an *independent* check on the fast engine (``simulator.engine.run_path`` and
+its numba kernel). It is written from the model's specification, not from the engine's code,
+and it deliberately does everything the simplest possible way:
+
+* a SimPy process wakes once per time step (``env.timeout(step_s)``) and computes that step
+  in plain Python floats and ints — no numpy, no numba, no vectorisation;
+* every pool change (add / remove N GPUs) and every end of a purchase's depreciation life is
+  its own SimPy process that waits for its instant and then changes the fleet.
+
+It reads the validated :class:`simulator.scenario.Scenario` directly (it never imports
+``simulator.kernels``, ``simulator.compiled`` or ``simulator.fleet``) and takes the demand
+per step as an input array, so a caller can feed it the very same noisy draws the engine used
+(``simulator.engine.draw_demand``).
+
+Timing rule. Step ``k`` covers ``[k·step, (k+1)·step)``. An event at ``t`` seconds takes effect
+from step ``ceil(t / step)`` (the first step starting at or after ``t``), computed exactly with
+rationals. To make the order of "event" versus "tick" unambiguous, each event process sleeps
+until the *start* of the step where it takes effect, and the tick process computes step ``k``
+at the *middle* of that step, ``(k + ½)·step``: by then every event that belongs to step ``k``
+has been applied and none that belongs to a later step has. Events that would take effect at
+or after the end of the horizon are never scheduled.
+
+Model (per step ``k``, each model ``m`` in listed order):
+    needed   = ceil(d / c − 1e-9) (0 if d = 0), with ``c = capacity_rps × step_s``
+    replicas are placed on the model's pools in preference order, ``min(needed − placed,
+    free_p // gpus_per_replica)`` on each, ``free_p`` starting at available − training and
+    shared by all models (the first listed takes first);
+    served   = min(d, placed·c), unserved = d − served, shortfall = (needed − placed)·gpus,
+    revenue  = served × revenue_per_request;
+    busy_p  += (min(d, after_p·c) − min(d, before_p·c)) / c × gpus   (replicas filled in turn).
+Per pool: inference = GPUs of replicas placed; idle = available − training − inference;
+utilization = busy / available. Owned pools: each purchase (the initial ``count`` at t = 0,
+each addition at its time) is a cohort depreciating ``price / life`` USD per GPU-second for
+``life = depreciation_years × 365.25 d`` after purchase; removals retire the oldest cohorts'
+GPUs first (whether or not their life is over) and stop their depreciation; energy
+``(busy·kW_busy + (available − busy)·kW_idle) × hours`` at ``usd_per_kwh``; facility
+``installed × TDP × server_power_factor × usd_per_kw_month / month``. On-demand pools:
+``installed × usd_per_gpu_hour`` prorated, nothing else. Other costs are fleet-wide
+``usd_per_month / month`` prorated; a month is a year of 365.25 days over 12.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+import simpy
+
+SECONDS_PER_DAY = 86_400.0
+SECONDS_PER_YEAR = 365.25 * SECONDS_PER_DAY
+SECONDS_PER_MONTH = SECONDS_PER_YEAR / 12.0
+REPLICA_SLACK = 1e-9
+
+POOL_KEYS = (
+    "installed",
+    "available",
+    "training",
+    "inference",
+    "idle",
+    "busy",
+    "utilization",
+    "depreciation",
+    "cloud",
+    "energy",
+    "energy_kwh",
+    "facility",
+    "cost",
+)
+MODEL_KEYS = ("demand", "served", "unserved", "replicas", "shortfall_gpus", "revenue")
+
+
+def effect_step(seconds: float, step_s: float) -> int:
+    """Index of the first step starting at or after ``seconds``: exactly ``ceil(t / step)``."""
+    return max(0, math.ceil(Fraction(seconds) / Fraction(step_s)))
+
+
+def revenue_per_request(scenario: Any, model: Any) -> float:
+    """USD per served request of mean length: tokens × price per million tokens.
+
+    The model's own ``pricing`` if it has one, else the scenario's.
+    """
+    price = model.pricing if model.pricing is not None else scenario.pricing
+    demand = model.demand
+    return (
+        demand.input_tokens * price.input_usd_per_1m
+        + demand.output_tokens * price.output_usd_per_1m
+    ) / 1e6
+
+
+class Cohort:
+    """Owned GPUs bought at one instant; ``expired`` once their depreciation life is over."""
+
+    def __init__(self, bought_s: float, count: int, usd_per_gpu_s: float) -> None:
+        self.bought_s = bought_s
+        self.count = count
+        self.usd_per_gpu_s = usd_per_gpu_s
+        self.expired = False
+
+
+class Pool:
+    """Plain-Python state of one pool."""
+
+    def __init__(self, spec: Any, scenario: Any) -> None:
+        acquisition = spec.acquisition
+        self.name = spec.name
+        self.owned = acquisition.type == "owned"
+        self.installed = 0
+        self.training = 0
+        self.cohorts: list[Cohort] = []  # oldest first
+        tdp_kw = scenario.gpu(spec.gpu).tdp_w / 1000.0
+        energy = scenario.energy
+        if self.owned:
+            self.price = float(acquisition.price_usd or 0.0)
+            self.life_s = acquisition.depreciation_years * 365.25 * 86400.0
+            self.usd_per_gpu_s = self.price / self.life_s
+            self.cloud_usd_gpu_s = 0.0
+            kw_at_meter = tdp_kw * energy.server_power_factor * energy.pue
+            self.kw_busy = kw_at_meter * energy.draw_fraction
+            self.kw_idle = kw_at_meter * energy.idle_fraction
+            self.facility_usd_gpu_s = (
+                tdp_kw
+                * energy.server_power_factor
+                * scenario.facility.usd_per_kw_month
+                / SECONDS_PER_MONTH
+            )
+        else:
+            self.price = 0.0
+            self.life_s = math.inf
+            self.usd_per_gpu_s = 0.0
+            self.cloud_usd_gpu_s = float(acquisition.usd_per_gpu_hour or 0.0) / 3600.0
+            self.kw_busy = self.kw_idle = 0.0
+            self.facility_usd_gpu_s = 0.0
+
+    @property
+    def available(self) -> int:
+        return self.installed  # no failures modelled yet
+
+    def depreciation_usd_s(self) -> float:
+        return sum(c.count * c.usd_per_gpu_s for c in self.cohorts if not c.expired)
+
+
+class ReferenceLoop:
+    """One SimPy environment: a tick per step, a process per pool change and per life end."""
+
+    def __init__(self, scenario: Any, demand: Any) -> None:
+        horizon = scenario.horizon
+        self.env = simpy.Environment()
+        self.step_s = float(horizon.step_s)
+        self.n_steps = int(horizon.n_steps)
+        self.horizon_s = self.n_steps * self.step_s
+        self.pools = [Pool(spec, scenario) for spec in scenario.fleet.pools]
+        index = {pool.name: i for i, pool in enumerate(self.pools)}
+        self.models = [
+            {
+                "prefs": [index[name] for name in model.pools],
+                "gpus": int(model.gpus_per_replica),
+                "per_replica": model.capacity_rps * self.step_s,
+                "usd_per_request": revenue_per_request(scenario, model),
+            }
+            for model in scenario.models
+        ]
+        self.other_usd_step = scenario.other_costs.usd_per_month / SECONDS_PER_MONTH * self.step_s
+        self.usd_per_kwh = scenario.energy.usd_per_kwh
+        # Plain Python lists, one row per step.
+        self.demand = [[float(x) for x in row] for row in np.asarray(demand, dtype=float).tolist()]
+        if len(self.demand) != self.n_steps or any(len(r) != len(self.models) for r in self.demand):
+            raise ValueError(
+                f"demand must be (n_steps, n_models) = ({self.n_steps}, {len(self.models)})"
+            )
+        n_p, n_m = len(self.pools), len(self.models)
+        self.out_pool = {key: [[0.0] * n_p for _ in range(self.n_steps)] for key in POOL_KEYS}
+        self.out_model = {key: [[0.0] * n_m for _ in range(self.n_steps)] for key in MODEL_KEYS}
+        self.out_other = [0.0] * self.n_steps
+        self.out_cost = [0.0] * self.n_steps
+        self.out_revenue = [0.0] * self.n_steps
+
+        # Initial GPUs are bought at t = 0; then every dated change, in time order (list order
+        # breaks ties), so that same-instant changes apply in a well-defined order.
+        for p, spec in enumerate(scenario.fleet.pools):
+            if spec.count:
+                self._install(p, int(spec.count), 0.0)
+        timed = sorted(
+            (
+                (horizon.offset_of(change.at), p, slot, change.delta)
+                for p, spec in enumerate(scenario.fleet.pools)
+                for slot, change in enumerate(spec.changes)
+            ),
+            key=lambda item: (item[0], item[1], item[2]),
+        )
+        for at_s, p, _slot, delta in timed:
+            if effect_step(at_s, self.step_s) < self.n_steps:
+                self.env.process(self._change(p, at_s, delta))
+        self.env.process(self._tick())
+
+    # -- events --------------------------------------------------------------------------
+
+    def _sleep_until_effect(self, at_s: float):
+        """Timeout to the start of the step where an event at ``at_s`` takes effect."""
+        when = effect_step(at_s, self.step_s) * self.step_s
+        return self.env.timeout(max(0.0, when - self.env.now))
+
+    def _install(self, p: int, count: int, bought_s: float) -> None:
+        pool = self.pools[p]
+        pool.installed += count
+        if pool.owned:
+            cohort = Cohort(bought_s, count, pool.usd_per_gpu_s)
+            pool.cohorts.append(cohort)
+            end_s = bought_s + pool.life_s
+            if effect_step(end_s, self.step_s) < self.n_steps:
+                self.env.process(self._end_of_life(cohort, end_s))
+
+    def _retire(self, p: int, count: int) -> None:
+        pool = self.pools[p]
+        if count > pool.installed:
+            raise ValueError(f"pool {pool.name!r}: cannot remove {count} of {pool.installed} GPUs")
+        pool.installed -= count
+        left = count
+        for cohort in pool.cohorts:  # oldest first, expired or not
+            taken = min(left, cohort.count)
+            cohort.count -= taken
+            left -= taken
+            if left == 0:
+                break
+        pool.cohorts = [c for c in pool.cohorts if c.count > 0]
+
+    def _change(self, p: int, at_s: float, delta: int):
+        yield self._sleep_until_effect(at_s)
+        if delta > 0:
+            self._install(p, delta, at_s)
+        else:
+            self._retire(p, -delta)
+
+    def _end_of_life(self, cohort: Cohort, end_s: float):
+        yield self._sleep_until_effect(end_s)
+        cohort.expired = True
+
+    # -- the step loop -------------------------------------------------------------------
+
+    def _tick(self):
+        step_s = self.step_s
+        hours = step_s / 3600.0
+        pools, models = self.pools, self.models
+        n_pools = len(pools)
+        yield self.env.timeout(step_s / 2.0)  # mid-step: this step's events are all applied
+        for k in range(self.n_steps):
+            free = [pool.available - pool.training for pool in pools]
+            inference = [0] * n_pools
+            busy = [float(pool.training) for pool in pools]
+            revenue_total = 0.0
+            for m, model in enumerate(models):
+                d = self.demand[k][m]
+                c = model["per_replica"]
+                gpus = model["gpus"]
+                needed = math.ceil(d / c - REPLICA_SLACK) if d > 0 else 0
+                placed = 0
+                for p in model["prefs"]:
+                    if placed >= needed:
+                        break
+                    take = min(needed - placed, free[p] // gpus)
+                    if take <= 0:
+                        continue
+                    before = placed
+                    placed += take
+                    free[p] -= take * gpus
+                    inference[p] += take * gpus
+                    load = min(d, placed * c) - min(d, before * c)
+                    busy[p] += load / c * gpus
+                served = min(d, placed * c)
+                revenue = served * model["usd_per_request"]
+                revenue_total += revenue
+                row = self.out_model
+                row["demand"][k][m] = d
+                row["served"][k][m] = served
+                row["unserved"][k][m] = d - served
+                row["replicas"][k][m] = placed
+                row["shortfall_gpus"][k][m] = (needed - placed) * gpus
+                row["revenue"][k][m] = revenue
+            other = self.other_usd_step
+            cost_total = other
+            out = self.out_pool
+            for p, pool in enumerate(pools):
+                avail = pool.available
+                depreciation = pool.depreciation_usd_s() * step_s
+                cloud = pool.installed * pool.cloud_usd_gpu_s * step_s
+                kwh = (busy[p] * pool.kw_busy + (avail - busy[p]) * pool.kw_idle) * hours
+                energy = kwh * self.usd_per_kwh
+                facility = pool.installed * pool.facility_usd_gpu_s * step_s
+                cost = depreciation + cloud + energy + facility
+                cost_total += cost
+                out["installed"][k][p] = pool.installed
+                out["available"][k][p] = avail
+                out["training"][k][p] = pool.training
+                out["inference"][k][p] = inference[p]
+                out["idle"][k][p] = avail - pool.training - inference[p]
+                out["busy"][k][p] = busy[p]
+                out["utilization"][k][p] = busy[p] / avail if avail > 0 else 0.0
+                out["depreciation"][k][p] = depreciation
+                out["cloud"][k][p] = cloud
+                out["energy"][k][p] = energy
+                out["energy_kwh"][k][p] = kwh
+                out["facility"][k][p] = facility
+                out["cost"][k][p] = cost
+            self.out_other[k] = other
+            self.out_cost[k] = cost_total
+            self.out_revenue[k] = revenue_total
+            yield self.env.timeout(step_s)
+
+    def run(self) -> dict[str, Any]:
+        self.env.run(until=self.horizon_s)
+        result: dict[str, Any] = {}
+        for key, rows in self.out_pool.items():
+            result[f"pool_{key}"] = np.array(rows, dtype=float).reshape(
+                self.n_steps, len(self.pools)
+            )
+        for key, rows in self.out_model.items():
+            result[f"model_{key}"] = np.array(rows, dtype=float).reshape(
+                self.n_steps, len(self.models)
+            )
+        result["other"] = np.array(self.out_other, dtype=float)
+        result["cost"] = np.array(self.out_cost, dtype=float)
+        result["revenue"] = np.array(self.out_revenue, dtype=float)
+        result["pool_names"] = tuple(pool.name for pool in self.pools)
+        return result
+
+
+def reference_run(scenario: Any, demand: Any) -> dict[str, Any]:
+    """Simulate ``scenario`` step by step with the given demand (requests per step and model).
+
+    Returns a dict of per-step arrays: ``pool_<key>`` of shape (n_steps, n_pools) for key in
+    :data:`POOL_KEYS`, ``model_<key>`` of shape (n_steps, n_models) for key in
+    :data:`MODEL_KEYS`, and ``other``, ``cost`` (fleet-wide, other costs included) and
+    ``revenue`` of shape (n_steps,).
+    """
+    return ReferenceLoop(scenario, demand).run()

@@ -1,0 +1,175 @@
+"""The `fleetcast` command as a user meets it: outputs of the contract, atomic writes, help."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import simulator
+from simulator.cli import main
+
+ROOT = Path(__file__).parents[1]
+LAUNCH = ROOT / "scenarios" / "launch.yaml"
+SHORT = ["--set", "horizon.duration=14d"]
+
+TIMESERIES_COLUMNS = [
+    "path", "time", "demand_requests", "served_requests", "unserved_requests", "gpus_installed",
+    "gpus_available", "gpus_inference", "gpus_training", "gpus_idle", "utilization",
+    "slo_attainment", "shortfall_gpus", "cost_usd", "revenue_usd", "gross_margin_usd",
+    "cost_depreciation_usd", "cost_cloud_usd", "cost_energy_usd", "cost_facility_usd",
+    "cost_other_usd", "cogs_usd", "rnd_compute_usd", "training_jobs_queued", "training_jobs_running",
+]
+
+
+def _run(args, tmp_path=None):
+    return CliRunner().invoke(main, args, catch_exceptions=False)
+
+
+def test_run_writes_the_contract_files(tmp_path):
+    out = tmp_path / "run"
+    result = _run(["run", str(LAUNCH), "--out", str(out), "--paths", "3", "--seed", "11", *SHORT])
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} >= {
+        "timeseries.parquet", "pools.parquet", "summary.json", "scenario.resolved.yaml"
+    }
+    ts = pd.read_parquet(out / "timeseries.parquet")
+    assert set(TIMESERIES_COLUMNS) <= set(ts.columns)
+    assert len(ts) == 3 * 14 * 24 and sorted(ts["path"].unique()) == [0, 1, 2]
+    pools = pd.read_parquet(out / "pools.parquet")
+    assert {"path", "time", "pool", "gpus_installed", "gpus_available", "utilization", "cost_usd"} <= set(pools.columns)
+    assert len(pools) == 2 * len(ts)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["paths"] == 3 and summary["seed"] == 11
+    assert set(summary["first_shortfall_time"]) == {"p10", "p50", "p90", "probability"}
+    for metric in ("cost_usd", "revenue_usd", "gross_margin_usd"):
+        assert set(summary["quantiles"][metric]) == {"p10", "p50", "p90"}
+        assert summary["totals"][metric] == pytest.approx(
+            ts.groupby("path")[metric].sum().mean(), rel=1e-9
+        )
+    # The headline table.
+    for label in ("First shortfall", "Demand served", "Total cost", "Revenue", "Gross margin"):
+        assert label in result.output
+
+
+def test_resolved_scenario_reloads_to_the_same_scenario(tmp_path):
+    out = tmp_path / "run"
+    assert _run(["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"]).exit_code == 0
+    resolved_path = out / "scenario.resolved.yaml"
+    resolved = yaml.safe_load(resolved_path.read_text())
+    assert resolved["fleet"]["pools"][0]["acquisition"]["price_usd"] == 33000
+    assert resolved["gpus"]["H100"]["tdp_w"] == 700  # catalog figures written out
+    assert resolved["models"][0]["pricing"] == {"input_usd_per_1m": 2.0, "output_usd_per_1m": 8.0}
+    again = simulator.load_scenario(resolved_path)
+    original = simulator.load_scenario(LAUNCH, {"horizon.duration": "14d"})
+    assert again == original
+
+
+def test_validate_prints_the_resolved_scenario():
+    result = CliRunner().invoke(main, ["validate", str(LAUNCH)])
+    assert result.exit_code == 0
+    assert "server_power_factor: 1.8" in result.stdout and "ok: launch" in result.stderr
+
+
+def test_same_seed_gives_identical_outputs_with_one_and_two_workers(tmp_path):
+    scenario = simulator.load_scenario(LAUNCH, {"horizon.duration": "7d"})
+    serial = simulator.simulate(scenario, paths=4, seed=3, executor="serial")
+    pooled = simulator.simulate(scenario, paths=4, seed=3, executor="local", workers=2)
+    pd.testing.assert_frame_equal(serial.timeseries, pooled.timeseries)
+    pd.testing.assert_frame_equal(serial.pools, pooled.pools)
+    assert serial.summary == pooled.summary
+    other = simulator.simulate(scenario, paths=4, seed=4, executor="serial")
+    assert not serial.timeseries["demand_requests"].equals(other.timeseries["demand_requests"])
+
+
+def test_a_second_run_replaces_the_first_whole(tmp_path):
+    out = tmp_path / "run"
+    assert _run(["run", str(LAUNCH), "--out", str(out), "--paths", "2", *SHORT, "-q"]).exit_code == 0
+    (out / "stale.txt").write_text("from an older run")
+    assert _run(["run", str(LAUNCH), "--out", str(out), "--paths", "1", *SHORT, "-q"]).exit_code == 0
+    assert not (out / "stale.txt").exists()
+    assert json.loads((out / "summary.json").read_text())["paths"] == 1
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no staging directories left
+
+
+def test_refuses_to_replace_a_directory_that_is_not_a_run(tmp_path):
+    precious = tmp_path / "home"
+    precious.mkdir()
+    (precious / "notes.txt").write_text("keep me")
+    result = CliRunner().invoke(main, ["run", str(LAUNCH), "--out", str(precious), *SHORT])
+    assert result.exit_code == 2 and "not a Fleetcast run directory" in result.stderr
+    assert (precious / "notes.txt").read_text() == "keep me"
+
+
+def test_failed_write_leaves_the_earlier_run_untouched(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    assert _run(["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def explode(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", explode)
+    result = CliRunner().invoke(main, ["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"])
+    assert result.exit_code == 1 and "disk full" in result.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_interrupted_run_writes_nothing_and_keeps_the_earlier_run(tmp_path, sig):
+    out = tmp_path / "run"
+    assert _run(["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"]).exit_code == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator.cli", "run", str(LAUNCH), "--out", str(out),
+         "--paths", "400", "--workers", "1", "-q"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    time.sleep(4.0)
+    proc.send_signal(sig)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "interrupted" in stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["validate"]])
+def test_help(command):
+    result = CliRunner().invoke(main, [*command, "--help"])
+    assert result.exit_code == 0 and "Usage:" in result.output
+
+
+def test_run_options_of_the_contract_exist():
+    text = CliRunner().invoke(main, ["run", "--help"]).output
+    for option in ("--out", "--paths", "--seed", "--workers", "--scheduler"):
+        assert option in text
+
+
+def test_unreachable_scheduler_exits_2(tmp_path):
+    result = CliRunner().invoke(
+        main, ["run", str(LAUNCH), "--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:9", *SHORT, "-q"]
+    )
+    assert result.exit_code == 2 and "--scheduler" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_default_output_directory_is_named_after_the_scenario(tmp_path):
+    env_cwd = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        assert _run(["run", str(LAUNCH), *SHORT, "-q"]).exit_code == 0
+        assert (tmp_path / "outputs" / "launch" / "summary.json").exists()
+    finally:
+        os.chdir(env_cwd)

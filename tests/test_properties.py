@@ -1,0 +1,148 @@
+"""Invariants that hold for every scenario, checked on generated ones (Hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import simulator
+from simulator import kernels
+from simulator.compiled import compile_scenario
+from simulator.engine import draw_demand, run_path
+
+GROWTH = st.one_of(
+    st.just({"kind": "constant"}),
+    st.builds(lambda r: {"kind": "linear", "increase_per_month": r}, st.floats(-0.5, 3)),
+    st.builds(lambda r: {"kind": "exponential", "rate_per_month": r}, st.floats(-0.5, 2)),
+    st.builds(lambda c, r: {"kind": "logistic", "ceiling": c, "rate_per_month": r},
+              st.floats(1.5, 20), st.floats(0.05, 3)),
+)
+
+
+@st.composite
+def scenarios(draw):
+    n_pools = draw(st.integers(1, 3))
+    days = draw(st.integers(1, 4))
+    step = draw(st.sampled_from(["15min", "1h", "6h"]))
+    pools = []
+    for p in range(n_pools):
+        if draw(st.booleans()):
+            acquisition = {"type": "owned", "price_usd": draw(st.floats(0, 50_000)),
+                           "depreciation_years": draw(st.floats(0.001, 6))}
+        else:
+            acquisition = {"type": "on_demand", "usd_per_gpu_hour": draw(st.floats(0, 10))}
+        count = draw(st.integers(0, 40))
+        changes = []
+        if draw(st.booleans()):
+            changes.append({"at": f"{draw(st.integers(0, days * 24))}h", "add": draw(st.integers(1, 30))})
+        pools.append({"name": f"p{p}", "gpu": draw(st.sampled_from(["H100", "a100-80gb", "L40S"])),
+                      "acquisition": acquisition, "count": count, "changes": changes})
+    models = []
+    for m in range(draw(st.integers(1, 3))):
+        chosen = draw(st.lists(st.integers(0, n_pools - 1), min_size=1, max_size=n_pools, unique=True))
+        models.append({
+            "name": f"m{m}",
+            "pools": [f"p{i}" for i in chosen],
+            "gpus_per_replica": draw(st.integers(1, 8)),
+            "capacity_rps": draw(st.floats(0.05, 20)),
+            "demand": {
+                "base_rps": draw(st.floats(0, 60)),
+                "growth": draw(GROWTH),
+                "noise": draw(st.sampled_from(["poisson", "none"])),
+                "seasonality": {"daily_amplitude": draw(st.floats(0, 1)),
+                                "weekly_amplitude": draw(st.floats(0, 1))},
+                "input_tokens": draw(st.floats(0, 4000)),
+                "output_tokens": draw(st.floats(0, 2000)),
+            },
+        })
+    return {
+        "name": "generated",
+        "horizon": {"start": "2026-02-03T05:00", "duration": f"{days}d", "step": step},
+        "seed": draw(st.integers(0, 2**32)),
+        "fleet": {"pools": pools},
+        "models": models,
+        "pricing": {"input_usd_per_1m": draw(st.floats(0, 10)), "output_usd_per_1m": draw(st.floats(0, 30))},
+        "energy": {"pue": draw(st.floats(1, 2)), "usd_per_kwh": draw(st.floats(0, 0.3)),
+                   "idle_draw_fraction": draw(st.floats(0, 1))},
+        "other_costs": {"usd_per_month": draw(st.floats(0, 1e5))},
+    }
+
+
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@SETTINGS
+@given(scenarios())
+def test_invariants(data):
+    result = simulator.simulate(simulator.load_scenario(data), paths=2, executor="serial")
+    ts, pools = result.timeseries, result.pools
+    assert np.allclose(ts["served_requests"] + ts["unserved_requests"], ts["demand_requests"], rtol=1e-12, atol=1e-9)
+    assert (ts["served_requests"] >= 0).all() and (ts["unserved_requests"] >= -1e-9).all()
+    assert ((ts["utilization"] >= 0) & (ts["utilization"] <= 1 + 1e-12)).all()
+    assert ((pools["utilization"] >= 0) & (pools["utilization"] <= 1 + 1e-12)).all()
+    assert ((ts["slo_attainment"] >= 0) & (ts["slo_attainment"] <= 1 + 1e-12)).all()
+    costs = [c for c in ts.columns if c.startswith("cost_")] + ["cogs_usd", "rnd_compute_usd", "revenue_usd"]
+    assert (ts[costs] >= 0).all().all()
+    assert np.allclose(ts[[c for c in costs if c.startswith("cost_") and c != "cost_usd"]].sum(axis=1), ts["cost_usd"])
+    assert np.allclose(ts["gross_margin_usd"], ts["revenue_usd"] - ts["cogs_usd"])
+    for frame in (ts, pools):
+        assert (frame["gpus_idle"] >= 0).all()
+        assert (frame["gpus_inference"] + frame["gpus_training"] + frame["gpus_idle"] == frame["gpus_available"]).all()
+        assert (frame["gpus_available"] <= frame["gpus_installed"]).all()
+    assert (ts["shortfall_gpus"] >= 0).all()
+    # Shortfall in GPUs exactly when requests go unserved.
+    assert ((ts["shortfall_gpus"] > 0) == (ts["unserved_requests"] > 1e-9)).all()
+
+
+@settings(max_examples=15, deadline=None)
+@given(scenarios())
+def test_same_seed_same_outputs(data):
+    scenario = simulator.load_scenario(data)
+    first = simulator.simulate(scenario, paths=2, executor="serial")
+    second = simulator.simulate(scenario, paths=2, executor="serial")
+    pd.testing.assert_frame_equal(first.timeseries, second.timeseries)
+    pd.testing.assert_frame_equal(first.pools, second.pools)
+    assert first.summary == second.summary
+
+
+@settings(max_examples=40, deadline=None)
+@given(scenarios(), st.data())
+def test_kernel_equals_its_python_function(data, draws):
+    plan = compile_scenario(simulator.load_scenario(data))
+    demand = draw_demand(plan, 3, 0)
+    n_pools = len(plan.pool_names)
+    rng = np.random.default_rng(draws.draw(st.integers(0, 2**32)))
+    installed = rng.integers(0, 50, n_pools)
+    available = np.minimum(installed, rng.integers(0, 50, n_pools))
+    training = np.minimum(available, rng.integers(0, 10, n_pools))
+    depreciation = rng.uniform(0, 1, n_pools)
+    k1 = plan.n_steps
+    k0 = draws.draw(st.integers(0, k1))
+
+    def call(fn):
+        pool_out = np.zeros((plan.n_steps, n_pools, kernels.N_POOL_COLS))
+        model_out = np.zeros((plan.n_steps, len(plan.model_names), kernels.N_MODEL_COLS))
+        other_out = np.zeros(plan.n_steps)
+        fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
+           plan.revenue_per_request, installed, available, training, depreciation, plan.cloud_usd_gpu_s,
+           plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw, plan.usd_per_kwh, plan.other_usd_s,
+           pool_out, model_out, other_out)
+        return pool_out, model_out, other_out
+
+    for jitted, python in zip(call(kernels.integrate_interval), call(kernels.integrate_interval.py_func), strict=True):
+        np.testing.assert_allclose(jitted, python, rtol=1e-12, atol=1e-12)
+
+
+def test_path_results_do_not_depend_on_other_paths():
+    data = {
+        "name": "p", "horizon": {"start": "2026-01-01", "duration": "2d", "step": "1h"},
+        "fleet": {"pools": [{"name": "a", "gpu": "H100", "count": 8}]},
+        "models": [{"name": "m", "pools": ["a"], "capacity_rps": 1, "demand": {"base_rps": 7}}],
+    }
+    plan = compile_scenario(simulator.load_scenario(data))
+    alone = run_path(plan, seed=5, path=3)
+    many = simulator.simulate(data, paths=5, seed=5, executor="serial")
+    path3 = many.timeseries[many.timeseries["path"] == 3]
+    np.testing.assert_array_equal(path3["demand_requests"].to_numpy(), alone.model_out[:, 0, kernels.MODEL_DEMAND])
