@@ -3,8 +3,8 @@
     .venv/bin/python benchmarks/bench_engine.py [--scenario scenarios/launch.yaml]
         [--duration 365d] [--step 1min] [--seed 7] [--repeats 5] [--json PATH]
 
-Times ``run_path(plan, seed, 0)`` (the engine: demand draws, SimPy events, numba kernel; median of several
-runs after a JIT warm-up), the whole ``simulator.simulate(..., paths=1, executor="serial")``
+Times ``run_path(plan, seed, 0)`` (the engine: demand draws, SimPy events, numba kernel;
+median of several runs after a JIT warm-up), the whole ``simulator.simulate(..., paths=1, executor="serial")``
 (compile, run, build the tables), and ``reference_run`` (benchmarks/reference_loop.py: one
 SimPy tick per step in plain Python) on the same demand draws; checks that the engine's
 arrays equal the reference's and prints a small table.
