@@ -61,6 +61,14 @@ def _cast(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return table
 
 
+def _frame(table: dict[str, np.ndarray], key: str, names: Sequence[str], repeats: int) -> pd.DataFrame:
+    """A long table with a categorical ``key`` column (pool or model) third."""
+    codes = np.tile(np.arange(len(names), dtype=np.int32), repeats)
+    labels = pd.Categorical.from_codes(codes, categories=list(names))
+    items = list(_cast(table).items())
+    return pd.DataFrame(dict([*items[:2], (key, labels), *items[2:]]), copy=False)
+
+
 def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex) -> pd.DataFrame:
     """One row per (path, step): the whole fleet and every model added up."""
     pool = np.concatenate([r.pool_out.sum(axis=1) for r in results])  # (rows, cols)
@@ -91,7 +99,7 @@ def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex) -> 
     rows = len(table["path"])
     table["training_jobs_queued"] = np.zeros(rows, dtype=np.int64)
     table["training_jobs_running"] = np.zeros(rows, dtype=np.int64)
-    return pd.DataFrame(_cast(table))
+    return pd.DataFrame(_cast(table), copy=False)
 
 
 def pools_table(
@@ -103,15 +111,12 @@ def pools_table(
     table: dict[str, np.ndarray] = {
         "path": np.repeat([r.path for r in results], n_steps * n_pools).astype(np.int64),
         "time": np.tile(np.repeat(times.values, n_pools), len(results)),
-        "pool": np.tile(np.asarray(names, dtype=object), n_steps * len(results)),
     }
     for name, column in _POOL_COLUMNS.items():
         table[name] = stacked[:, column]
     table["utilization"] = _ratio(stacked[:, K.POOL_BUSY], stacked[:, K.POOL_AVAILABLE], 0.0)
     table["cost_usd"] = sum(table[name] for name in COST_COMPONENTS[:-1])
-    frame = pd.DataFrame(_cast(table))
-    frame["pool"] = pd.Categorical(frame["pool"], categories=list(names))
-    return frame
+    return _frame(table, "pool", names, n_steps * len(results))
 
 
 def models_table(
@@ -123,7 +128,6 @@ def models_table(
     table: dict[str, np.ndarray] = {
         "path": np.repeat([r.path for r in results], n_steps * n_models).astype(np.int64),
         "time": np.tile(np.repeat(times.values, n_models), len(results)),
-        "model": np.tile(np.asarray(names, dtype=object), n_steps * len(results)),
     }
     for name, column in _MODEL_COLUMNS.items():
         table[name] = stacked[:, column]
@@ -131,6 +135,4 @@ def models_table(
         stacked[:, K.MODEL_SLO_MET], stacked[:, K.MODEL_DEMAND], 1.0
     )
     del table["slo_met_requests"]
-    frame = pd.DataFrame(_cast(table))
-    frame["model"] = pd.Categorical(frame["model"], categories=list(names))
-    return frame
+    return _frame(table, "model", names, n_steps * len(results))

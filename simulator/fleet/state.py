@@ -2,8 +2,9 @@
 
 Every purchase of owned GPUs (the initial count, and each dated addition) is a *cohort*
 that depreciates straight-line at ``price / life`` per second until its life ends; a SimPy
-process marks its end. Removals retire the oldest GPUs first and stop their depreciation
-(they are taken as sold at net book value).
+process marks its end, and the fully depreciated GPUs stay installed. Removals retire the
+oldest GPUs first, depreciated or not, and stop their depreciation (they are taken as sold
+at net book value).
 
 Before any count or rate changes, ``before_change`` is called: that is how the step clock
 integrates the interval that ends at this event with the fleet as it was during it.
@@ -27,7 +28,7 @@ class Cohort:
 
     count: int
     usd_per_gpu_s: float
-    active: bool = True
+    depreciating: bool = True
 
 
 class FleetState:
@@ -75,19 +76,17 @@ class FleetState:
             oldest.count -= taken
             left -= taken
             if oldest.count == 0:
-                oldest.active = False
                 cohorts.popleft()
         self._recompute_depreciation(pool)
 
     def _depreciate(self, pool: int, cohort: Cohort, life: float):
         yield self.env.timeout(life)
-        if cohort.active:
+        if cohort.count > 0:
             self._before_change()
-            cohort.active = False
-            self._cohorts[pool].remove(cohort)
+            cohort.depreciating = False
             self._recompute_depreciation(pool)
 
     def _recompute_depreciation(self, pool: int) -> None:
         self.depreciation_usd_s[pool] = sum(
-            c.count * c.usd_per_gpu_s for c in self._cohorts[pool] if c.active
+            c.count * c.usd_per_gpu_s for c in self._cohorts[pool] if c.depreciating
         )

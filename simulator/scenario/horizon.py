@@ -6,8 +6,6 @@ Inside the engine time is float seconds since ``start``; step ``k`` covers
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
@@ -64,10 +62,6 @@ class Horizon(Frozen):
         if isinstance(when, pd.Timestamp):
             return (when - self.start).total_seconds()
         return float(when)
-
-    def step_of(self, seconds: float) -> int:
-        """Index of the first step that starts at or after ``seconds`` (events take effect there)."""
-        return max(0, math.ceil(seconds / self.step - 1e-9))
 
     def times(self) -> pd.DatetimeIndex:
         """Start time of every step."""
