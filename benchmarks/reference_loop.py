@@ -23,11 +23,11 @@ has been applied and none that belongs to a later step has. Events that would ta
 or after the end of the horizon are never scheduled.
 
 Model (per step ``k``, each model ``m`` in listed order):
-    needed   = ceil(d / c − 1e-9) (0 if d = 0), with ``c = capacity_rps × step_s``
+    needed   = ceil(d / c × (1 − 1e-12)) (0 if d = 0), with ``c = capacity_rps × step_s``
     replicas are placed on the model's pools in preference order, ``min(needed − placed,
     free_p // gpus_per_replica)`` on each, ``free_p`` starting at available − training and
     shared by all models (the first listed takes first);
-    served   = min(d, placed·c), unserved = d − served, shortfall = (needed − placed)·gpus,
+    served   = d if placed = needed else placed·c, unserved = d − served, shortfall = (needed − placed)·gpus,
     revenue  = served × revenue_per_request;
     busy_p  += (min(d, after_p·c) − min(d, before_p·c)) / c × gpus   (replicas filled in turn).
 Per pool: inference = GPUs of replicas placed; idle = available − training − inference;
@@ -53,7 +53,7 @@ import simpy
 SECONDS_PER_DAY = 86_400.0
 SECONDS_PER_YEAR = 365.25 * SECONDS_PER_DAY
 SECONDS_PER_MONTH = SECONDS_PER_YEAR / 12.0
-REPLICA_SLACK = 1e-9
+REPLICA_SLACK = 1e-12
 
 POOL_KEYS = (
     "installed",
@@ -255,7 +255,7 @@ class ReferenceLoop:
                 d = self.demand[k][m]
                 c = model["per_replica"]
                 gpus = model["gpus"]
-                needed = math.ceil(d / c - REPLICA_SLACK) if d > 0 else 0
+                needed = math.ceil(d / c * (1.0 - REPLICA_SLACK)) if d > 0 else 0
                 placed = 0
                 for p in model["prefs"]:
                     if placed >= needed:
@@ -269,7 +269,7 @@ class ReferenceLoop:
                     inference[p] += take * gpus
                     load = min(d, placed * c) - min(d, before * c)
                     busy[p] += load / c * gpus
-                served = min(d, placed * c)
+                served = d if placed >= needed else placed * c
                 revenue = served * model["usd_per_request"]
                 revenue_total += revenue
                 row = self.out_model

@@ -42,8 +42,9 @@ MODEL_SLO_MET = 5  # requests served within the SLO
 MODEL_REVENUE = 6
 N_MODEL_COLS = 7
 
-# A request count within this of a whole number of replicas' capacity needs no extra replica.
-_REPLICA_SLACK = 1e-9
+# Demand within this relative margin of a whole number of replicas' capacity needs no extra
+# replica (so that 3 replicas' worth computed as 3.0000000000000004 asks for 3, not 4).
+_REPLICA_SLACK = 1e-12
 
 
 @njit(cache=True)
@@ -107,7 +108,7 @@ def integrate_interval(
             gpus = gpus_per_replica[m]
             needed = 0
             if requests > 0.0:
-                needed = int(math.ceil(requests / per_replica - _REPLICA_SLACK))
+                needed = int(math.ceil(requests / per_replica * (1.0 - _REPLICA_SLACK)))
             placed = 0
             for j in range(n_prefs):
                 p = preferences[m, j]
@@ -123,7 +124,8 @@ def integrate_interval(
                 # of the replicas (all full except, when demand is met, the last one).
                 load = min(requests, placed * per_replica) - min(requests, (placed - take) * per_replica)
                 busy[p] += load / per_replica * gpus
-            served = min(requests, placed * per_replica)
+            # All demand is served exactly when every replica it needs was placed.
+            served = requests if placed >= needed else placed * per_replica
             model_out[k, m, MODEL_DEMAND] = requests
             model_out[k, m, MODEL_SERVED] = served
             model_out[k, m, MODEL_UNSERVED] = requests - served

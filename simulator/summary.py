@@ -74,10 +74,7 @@ def summarize(scenario: Scenario, timeseries: pd.DataFrame) -> dict[str, Any]:
         "step": format_duration(horizon.step_s),
         "steps": horizon.n_steps,
         "totals": {name: _number(totals[name].mean()) for name in metrics},
-        "quantiles": {
-            name: {q: _number(np.nanquantile(totals[name], p)) if totals[name].notna().any() else None for q, p in QUANTILES.items()}
-            for name in metrics
-        },
+        "quantiles": {name: _quantiles(totals[name]) for name in metrics},
         "first_shortfall_time": first_shortfall_quantiles(totals["first_shortfall_time"]),
         "per_path": [
             {
@@ -91,13 +88,22 @@ def summarize(scenario: Scenario, timeseries: pd.DataFrame) -> dict[str, Any]:
     return summary
 
 
+def _quantiles(values: pd.Series) -> dict[str, float | None]:
+    finite = values.to_numpy(dtype=np.float64)
+    finite = finite[np.isfinite(finite)]
+    if not len(finite):
+        return dict.fromkeys(QUANTILES)
+    return {name: _number(np.quantile(finite, p)) for name, p in QUANTILES.items()}
+
+
 def first_shortfall_quantiles(first: pd.Series) -> dict[str, Any]:
     """P10/P50/P90 of the first-shortfall time across paths (null past the horizon)."""
     nanos = first.astype("datetime64[ns]").to_numpy().astype("int64").astype(np.float64)
     nanos[first.isna().to_numpy()] = np.inf
     out: dict[str, Any] = {}
     for name, p in QUANTILES.items():
-        value = np.quantile(nanos, p, method="inverted_cdf") if len(nanos) else np.inf
+        with np.errstate(invalid="ignore"):
+            value = np.quantile(nanos, p, method="inverted_cdf") if len(nanos) else np.inf
         out[name] = None if not np.isfinite(value) else _stamp(pd.Timestamp(int(value)))
     out["probability"] = float(first.notna().mean()) if len(first) else 0.0
     return out

@@ -70,7 +70,7 @@ def scenarios(draw):
     }
 
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
@@ -93,7 +93,7 @@ def test_invariants(data):
         assert (frame["gpus_available"] <= frame["gpus_installed"]).all()
     assert (ts["shortfall_gpus"] >= 0).all()
     # Shortfall in GPUs exactly when requests go unserved.
-    assert ((ts["shortfall_gpus"] > 0) == (ts["unserved_requests"] > 1e-9)).all()
+    assert ((ts["shortfall_gpus"] > 0) == (ts["unserved_requests"] > 0)).all()
 
 
 @settings(max_examples=15, deadline=None)
