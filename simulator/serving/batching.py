@@ -1,0 +1,158 @@
+"""The request-level continuous-batching engine, compiled with numba.
+
+One loop serves ``R >= 1`` replicas behind a router on one clock. Events are iteration
+ends and request arrivals; at equal times iteration ends come first (requests leave), then
+arrivals (routed in index order), then idle or finished replicas start their next
+iteration, so a request arriving exactly at a boundary is admitted at it.
+
+At each boundary a replica admits waiting requests first-come-first-served while fewer
+than ``max_batch`` run and, with a KV-cache limit, while the prompt+output tokens reserved
+by running requests fit. Without chunking a newly admitted request's whole prompt is
+prefilled in that iteration, which emits its first token; every later iteration emits one
+token per running request. With a chunked-prefill budget, decodes take one token each and
+prompt chunks fill the rest of the budget in admission order. A request leaves after the
+iteration that emits its last token. Requests must be sorted by arrival time.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from simulator.serving.iteration import iteration_seconds
+
+POLICY_ROUND_ROBIN = 0
+POLICY_LEAST_OUTSTANDING = 1
+
+
+@njit(cache=True)
+def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_budget,
+                 n_replicas, policy, admit, first, finish, replica_of):
+    """Simulate; fill ``admit``, ``first``, ``finish`` and ``replica_of``; return iterations run.
+
+    ``kv_capacity`` and ``chunk_budget`` are -1 when unlimited / off.
+    """
+    n = arrival.shape[0]
+    inf = np.inf
+    t_end = np.full(n_replicas, inf)
+    queue_head = np.full(n_replicas, -1, dtype=np.int64)
+    queue_tail = np.full(n_replicas, -1, dtype=np.int64)
+    next_in_queue = np.full(n, -1, dtype=np.int64)
+    running = np.empty((n_replicas, max_batch), dtype=np.int64)
+    n_running = np.zeros(n_replicas, dtype=np.int64)
+    kv_used = np.zeros(n_replicas, dtype=np.int64)
+    outstanding = np.zeros(n_replicas, dtype=np.int64)
+    prefilled = np.zeros(n, dtype=np.int64)
+    generated = np.zeros(n, dtype=np.int64)
+    chunk_now = np.zeros(n, dtype=np.int64)
+    iterations = 0
+    i_next = 0
+    while True:
+        t_iter = inf
+        for r in range(n_replicas):
+            if t_end[r] < t_iter:
+                t_iter = t_end[r]
+        t_arrival = arrival[i_next] if i_next < n else inf
+        if t_iter == inf and t_arrival == inf:
+            break
+        now = min(t_iter, t_arrival)
+        # 1. Iterations ending now: emit tokens, let finished requests leave.
+        for r in range(n_replicas):
+            if t_end[r] != now:
+                continue
+            kept = 0
+            for j in range(n_running[r]):
+                i = running[r, j]
+                if chunk_now[i] > 0:
+                    prefilled[i] += chunk_now[i]
+                    chunk_now[i] = 0
+                    if prefilled[i] == prompt[i]:
+                        generated[i] = 1
+                        first[i] = now
+                elif prefilled[i] == prompt[i]:
+                    generated[i] += 1
+                if generated[i] == output[i]:
+                    finish[i] = now
+                    kv_used[r] -= prompt[i] + output[i]
+                    outstanding[r] -= 1
+                else:
+                    running[r, kept] = i
+                    kept += 1
+            n_running[r] = kept
+            t_end[r] = inf
+        # 2. Arrivals now: route each to a replica's queue.
+        while i_next < n and arrival[i_next] <= now:
+            i = i_next
+            if policy == POLICY_ROUND_ROBIN:
+                r = i % n_replicas
+            else:
+                r = 0
+                for q in range(1, n_replicas):
+                    if outstanding[q] < outstanding[r]:
+                        r = q
+            replica_of[i] = r
+            if queue_tail[r] < 0:
+                queue_head[r] = i
+            else:
+                next_in_queue[queue_tail[r]] = i
+            queue_tail[r] = i
+            outstanding[r] += 1
+            i_next += 1
+        # 3. Replicas without an iteration in progress start one if they have work.
+        for r in range(n_replicas):
+            if t_end[r] != inf:
+                continue
+            while queue_head[r] >= 0 and n_running[r] < max_batch:
+                i = queue_head[r]
+                need = prompt[i] + output[i]
+                if kv_capacity >= 0 and kv_used[r] + need > kv_capacity:
+                    break
+                queue_head[r] = next_in_queue[i]
+                if queue_head[r] < 0:
+                    queue_tail[r] = -1
+                running[r, n_running[r]] = i
+                n_running[r] += 1
+                kv_used[r] += need
+                admit[i] = now
+            if n_running[r] == 0:
+                continue
+            t_end[r] = now + _compose(r, running, n_running[r], prompt, prefilled, generated,
+                                      chunk_now, chunk_budget, params)
+            iterations += 1
+    return iterations
+
+
+@njit(cache=True)
+def _compose(r, running, count, prompt, prefilled, generated, chunk_now, chunk_budget, params):
+    """Decide what the iteration processes (``chunk_now``) and return its duration."""
+    prefill_tokens = 0
+    decode_requests = 0
+    context_sum = 0.0
+    kv_read = 0.0
+    budget = chunk_budget
+    for j in range(count):
+        i = running[r, j]
+        if prefilled[i] == prompt[i]:
+            context = prompt[i] + generated[i]
+            decode_requests += 1
+            context_sum += context
+            kv_read += context
+    if chunk_budget >= 0:
+        budget -= decode_requests
+    for j in range(count):
+        i = running[r, j]
+        left = prompt[i] - prefilled[i]
+        if left <= 0:
+            continue
+        size = left
+        if chunk_budget >= 0:
+            size = min(left, max(budget, 0))
+            budget -= size
+        if size <= 0:
+            continue
+        chunk_now[i] = size
+        done = prefilled[i]
+        prefill_tokens += size
+        context_sum += size * done + size * (size + 1) / 2.0
+        kv_read += done + size
+    return iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_read)

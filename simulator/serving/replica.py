@@ -1,0 +1,159 @@
+"""Python face of the batching engine: validate inputs, run, and summarise latencies.
+
+``simulate_replica`` serves requests on one replica; ``simulate_router`` spreads them over
+several behind a round-robin or least-outstanding-requests router. Both return a
+:class:`ServingResult` with per-request arrays in the order the requests were given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from simulator.serving.batching import POLICY_LEAST_OUTSTANDING, POLICY_ROUND_ROBIN, run_batching
+from simulator.serving.iteration import IterationModel
+
+POLICIES = {"round_robin": POLICY_ROUND_ROBIN, "least_outstanding": POLICY_LEAST_OUTSTANDING}
+PERCENTILES = (50, 90, 99)
+
+
+@dataclass(frozen=True)
+class ServingResult:
+    """Per-request times (seconds) of a simulated workload, in input order."""
+
+    arrival_s: np.ndarray
+    prompt_tokens: np.ndarray
+    output_tokens: np.ndarray
+    admit_s: np.ndarray
+    first_token_s: np.ndarray
+    finish_s: np.ndarray
+    replica: np.ndarray
+    iterations: int
+    replicas: int = 1
+    ttft_s: np.ndarray = field(init=False)
+    e2e_s: np.ndarray = field(init=False)
+    queue_s: np.ndarray = field(init=False)
+    tpot_s: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ttft_s", self.first_token_s - self.arrival_s)
+        object.__setattr__(self, "e2e_s", self.finish_s - self.arrival_s)
+        object.__setattr__(self, "queue_s", self.admit_s - self.arrival_s)
+        decode = self.output_tokens - 1
+        with np.errstate(invalid="ignore", divide="ignore"):
+            tpot = np.where(decode > 0, (self.finish_s - self.first_token_s) / decode, np.nan)
+        object.__setattr__(self, "tpot_s", tpot)
+
+    @property
+    def duration_s(self) -> float:
+        """From the first arrival to the last request's last token."""
+        if not len(self.arrival_s):
+            return 0.0
+        return float(self.finish_s.max() - self.arrival_s.min())
+
+    def summary(self, gpus_per_replica: int = 1) -> dict[str, Any]:
+        """Throughput and latency percentiles (the keys of ``fleetcast serving --json``)."""
+        duration = self.duration_s
+        out_tokens = float(self.output_tokens.sum())
+        rate = out_tokens / duration if duration > 0 else float("nan")
+        stats: dict[str, Any] = {
+            "requests": int(len(self.arrival_s)),
+            "replicas": self.replicas,
+            "duration_s": duration,
+            "throughput_req_s": len(self.arrival_s) / duration if duration > 0 else float("nan"),
+            "output_tokens_per_s": rate,
+            "output_tokens_per_s_per_gpu": rate / (gpus_per_replica * self.replicas),
+            "iterations": self.iterations,
+        }
+        for name, values in (("ttft", self.ttft_s), ("tpot", self.tpot_s), ("e2e", self.e2e_s),
+                             ("queue", self.queue_s)):
+            finite = values[np.isfinite(values)]
+            for p in PERCENTILES:
+                stats[f"{name}_p{p}_s"] = float(np.percentile(finite, p)) if len(finite) else None
+            stats[f"{name}_mean_s"] = float(finite.mean()) if len(finite) else None
+        return stats
+
+
+def simulate_replica(
+    arrival_s: Any,
+    prompt_tokens: Any,
+    output_tokens: Any,
+    model: IterationModel,
+    max_batch: int = 256,
+    kv_capacity_tokens: int | None = None,
+    prefill_chunk_tokens: int | None = None,
+) -> ServingResult:
+    """Serve requests on one replica with continuous batching.
+
+    Args:
+        arrival_s: arrival times in seconds (any order; ties keep input order).
+        prompt_tokens, output_tokens: tokens per request (>= 1 each).
+        model: an iteration-time model (:class:`LinearIterationModel` or roofline).
+        max_batch: most requests running at once.
+        kv_capacity_tokens: KV-cache tokens; admission reserves prompt+output tokens. Default:
+            the model's own capacity when it has one (roofline), else unlimited.
+        prefill_chunk_tokens: per-iteration token budget for chunked prefill (>= max_batch).
+    """
+    return simulate_router(arrival_s, prompt_tokens, output_tokens, model, replicas=1,
+                           policy="round_robin", max_batch=max_batch,
+                           kv_capacity_tokens=kv_capacity_tokens,
+                           prefill_chunk_tokens=prefill_chunk_tokens)
+
+
+def simulate_router(
+    arrival_s: Any,
+    prompt_tokens: Any,
+    output_tokens: Any,
+    model: IterationModel,
+    replicas: int = 1,
+    policy: str = "least_outstanding",
+    max_batch: int = 256,
+    kv_capacity_tokens: int | None = None,
+    prefill_chunk_tokens: int | None = None,
+) -> ServingResult:
+    """Serve requests on ``replicas`` identical replicas behind a router.
+
+    ``policy`` is ``"round_robin"`` (request k in arrival order to replica k mod R) or
+    ``"least_outstanding"`` (to the replica with the fewest waiting + running requests,
+    ties to the lowest index). Other arguments as :func:`simulate_replica`.
+    """
+    arrival = np.asarray(arrival_s, dtype=np.float64)
+    prompt = np.asarray(prompt_tokens, dtype=np.int64)
+    output = np.asarray(output_tokens, dtype=np.int64)
+    if not (arrival.ndim == prompt.ndim == output.ndim == 1) or not (len(arrival) == len(prompt) == len(output)):
+        raise ValueError("arrival_s, prompt_tokens and output_tokens must be 1-D and of equal length")
+    if len(arrival) and not np.isfinite(arrival).all():
+        raise ValueError("arrival times must be finite")
+    if (prompt < 1).any() or (output < 1).any():
+        raise ValueError("every request needs at least 1 prompt token and 1 output token")
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    if replicas < 1 or max_batch < 1:
+        raise ValueError("replicas and max_batch must be >= 1")
+    if kv_capacity_tokens is None:
+        kv_capacity_tokens = getattr(model, "kv_capacity_tokens", None)
+    if kv_capacity_tokens is not None and len(prompt):
+        largest = int((prompt + output).max())
+        if largest > kv_capacity_tokens:
+            raise ValueError(
+                f"a request needs {largest:,} tokens of KV cache but a replica holds {kv_capacity_tokens:,}"
+            )
+    if prefill_chunk_tokens is not None and prefill_chunk_tokens < max_batch:
+        raise ValueError(f"prefill_chunk_tokens ({prefill_chunk_tokens}) must be >= max_batch ({max_batch})")
+    order = np.argsort(arrival, kind="stable")
+    sorted_arrival = arrival[order]
+    n = len(arrival)
+    admit, first, finish = (np.full(n, np.nan) for _ in range(3))
+    replica = np.zeros(n, dtype=np.int64)
+    iterations = run_batching(
+        sorted_arrival, prompt[order], output[order], model.params, int(max_batch),
+        -1 if kv_capacity_tokens is None else int(kv_capacity_tokens),
+        -1 if prefill_chunk_tokens is None else int(prefill_chunk_tokens),
+        int(replicas), POLICIES[policy], admit, first, finish, replica,
+    )
+    back = np.empty_like(order)
+    back[order] = np.arange(n)
+    return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back],
+                         replica[back], int(iterations), int(replicas))
