@@ -5,9 +5,10 @@ validated :class:`Scenario`; :func:`simulate` runs it over Monte Carlo paths and
 :class:`Results` with ``.timeseries``, ``.pools``, ``.summary`` and ``.save(dir)``.
 """
 
+from simulator.api import load_scenario
 from simulator.montecarlo import simulate
 from simulator.results import Results
-from simulator.scenario import Scenario, ScenarioError, load_scenario
+from simulator.scenario import Scenario, ScenarioError
 
 __all__ = ["Results", "Scenario", "ScenarioError", "load_scenario", "simulate"]
 __version__ = "0.1.0"

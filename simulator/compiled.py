@@ -49,6 +49,8 @@ class CompiledScenario:
     gpus_per_replica: np.ndarray  # int64
     preferences: np.ndarray  # int64 (n_models, max pools), -1 padded
     revenue_per_request: np.ndarray
+    slo_load: np.ndarray  # (n_models, points): per-replica load grid of the SLO curve
+    slo_attainment: np.ndarray  # (n_models, points): share of requests within the SLO
     expected_demand: np.ndarray  # (n_steps, n_models) expected requests per step
     noise: tuple[str, ...]
     # Scalars.
@@ -80,6 +82,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
     preferences = np.full((len(models), width), -1, dtype=np.int64)
     for m, model in enumerate(models):
         preferences[m, : len(model.pools)] = [index[name] for name in model.pools]
+    slo_load, slo_attainment = _slo_tables(models)
     demand = np.zeros((horizon.n_steps, len(models)), dtype=np.float64)
     for m, model in enumerate(models):
         demand[:, m] = expected_counts(model.demand, horizon)
@@ -100,18 +103,42 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         idle_kw=meter * energy.idle_fraction,
         changes=changes,
         capacity_per_step=np.array(
-            [model.capacity_rps * horizon.step_s for model in models], dtype=np.float64
+            [float(model.capacity_rps or 0.0) * horizon.step_s for model in models], dtype=np.float64
         ),
         gpus_per_replica=np.array([model.gpus_per_replica for model in models], dtype=np.int64),
         preferences=preferences,
         revenue_per_request=np.array(
             [model.revenue_per_request(scenario.pricing) for model in models], dtype=np.float64
         ),
+        slo_load=slo_load,
+        slo_attainment=slo_attainment,
         expected_demand=demand,
         noise=tuple(model.demand.noise for model in models),
         usd_per_kwh=energy.usd_per_kwh,
         other_usd_s=scenario.other_costs.usd_per_month / SECONDS_PER_MONTH,
     )
+
+
+def _slo_tables(models) -> tuple[np.ndarray, np.ndarray]:
+    """SLO curves as equal-length rows, starting at load 0; no curve means all within the SLO."""
+    curves = []
+    for model in models:
+        if model.slo_curve is None:
+            curves.append(([0.0, 1.0], [1.0, 1.0]))
+            continue
+        load, attained = list(model.slo_curve.load), list(model.slo_curve.attainment)
+        if load[0] > 0:
+            load, attained = [0.0, *load], [attained[0], *attained]
+        curves.append((load, attained))
+    width = max((len(load) for load, _ in curves), default=2)
+    grid = np.zeros((len(models), width))
+    value = np.ones((len(models), width))
+    for m, (load, attained) in enumerate(curves):
+        pad = width - len(load)
+        # Pad by repeating the last point at slightly larger loads (keeps the grid increasing).
+        grid[m] = load + [load[-1] + 1e-9 * (k + 1) for k in range(pad)]
+        value[m] = attained + [attained[-1]] * pad
+    return grid, value
 
 
 def _price(acquisition: Owned | OnDemand) -> float:

@@ -75,6 +75,8 @@ class StepClock:
             plan.gpus_per_replica,
             plan.preferences,
             plan.revenue_per_request,
+            plan.slo_load,
+            plan.slo_attainment,
             fleet.installed,
             fleet.available,
             fleet.training,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from simulator.output import OutputError
 from simulator.scenario.errors import ScenarioError
+from simulator.serving.iteration import ServingConfigError
+from simulator.serving.trace import TraceError
 
 
 class RunConfigurationError(ValueError):
@@ -11,4 +13,4 @@ class RunConfigurationError(ValueError):
 
 
 #: Every exception type the CLI reports as invalid input.
-InputError = (ScenarioError, OutputError, RunConfigurationError)
+InputError = (ScenarioError, OutputError, RunConfigurationError, ServingConfigError, TraceError)

@@ -48,6 +48,21 @@ _REPLICA_SLACK = 1e-12
 
 
 @njit(cache=True)
+def _interpolate(xs, ys, x):
+    """Piecewise-linear ``y(x)``, flat beyond the ends."""
+    if x <= xs[0]:
+        return ys[0]
+    last = xs.shape[0] - 1
+    if x >= xs[last]:
+        return ys[last]
+    j = 1
+    while xs[j] < x:
+        j += 1
+    w = (x - xs[j - 1]) / (xs[j] - xs[j - 1])
+    return ys[j - 1] + w * (ys[j] - ys[j - 1])
+
+
+@njit(cache=True)
 def integrate_interval(
     k0,
     k1,
@@ -57,6 +72,8 @@ def integrate_interval(
     gpus_per_replica,
     preferences,
     revenue_per_request,
+    slo_load,
+    slo_attainment,
     installed,
     available,
     training,
@@ -81,6 +98,8 @@ def integrate_interval(
         gpus_per_replica: GPUs of one replica, per model.
         preferences: pool indices per model in order of preference, -1 padded.
         revenue_per_request: USD per served request, per model.
+        slo_load, slo_attainment: per model, the share of requests served within the SLO at
+            each per-replica load (served / capacity of the placed replicas), increasing load.
         installed, available, training: GPUs per pool (available excludes failed GPUs).
         depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
         cloud_usd_gpu_s: rental price per installed GPU, USD per second.
@@ -131,7 +150,9 @@ def integrate_interval(
             model_out[k, m, MODEL_UNSERVED] = requests - served
             model_out[k, m, MODEL_REPLICAS] = placed
             model_out[k, m, MODEL_SHORTFALL_GPUS] = (needed - placed) * gpus
-            model_out[k, m, MODEL_SLO_MET] = served
+            replica_load = served / (placed * per_replica) if placed > 0 else 0.0
+            within = _interpolate(slo_load[m], slo_attainment[m], replica_load)
+            model_out[k, m, MODEL_SLO_MET] = served * within
             model_out[k, m, MODEL_REVENUE] = served * revenue_per_request[m]
         for p in range(n_pools):
             avail = available[p]

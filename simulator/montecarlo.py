@@ -13,10 +13,11 @@ from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
 
+from simulator.api import load_scenario
 from simulator.compiled import CompiledScenario, compile_scenario
 from simulator.engine import PathResult, run_path
 from simulator.results import Results
-from simulator.scenario import Scenario, load_scenario
+from simulator.scenario import Scenario
 
 ProgressCallback = Callable[[int, int], None]
 

@@ -126,7 +126,7 @@ def test_kernel_equals_its_python_function(data, draws):
         model_out = np.zeros((plan.n_steps, len(plan.model_names), kernels.N_MODEL_COLS))
         other_out = np.zeros(plan.n_steps)
         fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
-           plan.revenue_per_request, installed, available, training, depreciation, plan.cloud_usd_gpu_s,
+           plan.revenue_per_request, plan.slo_load, plan.slo_attainment, installed, available, training, depreciation, plan.cloud_usd_gpu_s,
            plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw, plan.usd_per_kwh, plan.other_usd_s,
            pool_out, model_out, other_out)
         return pool_out, model_out, other_out

@@ -11,7 +11,7 @@ import difflib
 import re
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 def load_scenario(
     source: str | Path | Mapping[str, Any] | Scenario,
     overrides: Mapping[str, Any] | Iterable[str] | None = None,
+    resolve: Callable[[Scenario, Path], Scenario] | None = None,
 ) -> Scenario:
     """Validate a scenario given as a YAML file path, a dict, or an existing Scenario.
 
@@ -35,6 +36,9 @@ def load_scenario(
         source: path of a YAML file, a mapping with the same structure, or a Scenario.
         overrides: field values to set before validation, as ``{"horizon.duration": "30d"}``
             or as ``["horizon.duration=30d", "fleet.pools[0].count=64"]`` (values are YAML).
+        resolve: a further step run on the validated scenario (with the scenario file's folder)
+            whose ScenarioErrors get YAML lines too; the public ``simulator.load_scenario``
+            uses it to derive serving capacities.
 
     Raises:
         ScenarioError: the first problem, with its field path and line.
@@ -64,6 +68,8 @@ def load_scenario(
             raise _from_validation_error(exc, data) from None
         check_references(scenario)
         scenario = scenario.with_defaults_shown()
+        if resolve is not None:
+            scenario = resolve(scenario, base_dir)
     except ScenarioError as exc:
         if exc.line is None and lines:
             exc.line = _line_of(exc.loc, lines)

@@ -133,6 +133,12 @@ def check_references(scenario: Scenario) -> None:
                 )
         if len(set(model.pools)) != len(model.pools):
             raise ScenarioError(("models", index, "pools"), "a pool is listed twice")
+        serving = model.serving
+        if serving is not None and model.gpus_per_replica != serving.tp:
+            raise ScenarioError(
+                ("models", index, "gpus_per_replica"),
+                f"is {model.gpus_per_replica} but serving.tp is {serving.tp}; a replica is its TP group",
+            )
 
 
 def _check_changes(scenario: Scenario, pool_index: int) -> None:

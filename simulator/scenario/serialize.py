@@ -10,7 +10,15 @@ from simulator.scenario.scenario import Scenario
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block-style YAML that keeps field order."""
+    """Block-style YAML that keeps field order; lists of plain values on one line."""
+
+
+def _represent_list(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+    flat = all(isinstance(item, str | int | float | bool) or item is None for item in data)
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flat and bool(data))
+
+
+_Dumper.add_representer(list, _represent_list)
 
 
 def dump_scenario(scenario: Scenario) -> str:

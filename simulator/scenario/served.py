@@ -7,13 +7,56 @@ listed is served first.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.scenario.demand import Demand
 from simulator.scenario.economics import Pricing
 from simulator.scenario.types import Frozen, Positive
+
+
+class SloSpec(Frozen):
+    """Latency targets a replica must meet: percentile bounds on TTFT and TPOT."""
+
+    ttft_s: Positive = 2.0
+    ttft_percentile: Annotated[float, Field(gt=0, le=100)] = 90.0
+    tpot_s: Positive = 0.2
+    tpot_percentile: Annotated[float, Field(gt=0, le=100)] = 99.0
+
+
+class ServingSpec(Frozen):
+    """How a replica is built; Fleetcast derives its capacity with the request-level engine."""
+
+    model: str = Field(description="LLM name from the catalog, e.g. llama-3.1-70b")
+    gpu: str | None = Field(default=None, description="Default: the GPU of the model's first pool")
+    tp: Annotated[int, Field(ge=1, le=64)] = 1
+    dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
+    kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="Default: dtype")
+    max_batch: Annotated[int, Field(ge=1, le=4096)] = 256
+    prefill_chunk_tokens: Annotated[int, Field(ge=1)] | None = None
+    slo: SloSpec = Field(default_factory=SloSpec)
+    lengths: str = Field(
+        default="fixed",
+        description="Request-length mix: 'fixed' (the demand's mean tokens), 'azure-conv', or a trace CSV",
+    )
+    probe_requests: Annotated[int, Field(ge=200, le=1_000_000)] = 4000
+    seed: Annotated[int, Field(ge=0)] = 0
+
+
+class SloCurve(Frozen):
+    """Share of requests meeting the SLO against per-replica load (rate / capacity)."""
+
+    load: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
+    attainment: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
+
+    @model_validator(mode="after")
+    def _aligned(self) -> SloCurve:
+        if len(self.load) != len(self.attainment):
+            raise ValueError("'load' and 'attainment' must have the same length")
+        if any(b <= a for a, b in zip(self.load, self.load[1:], strict=False)):
+            raise ValueError("'load' must increase")
+        return self
 
 
 class ServedModel(Frozen):
@@ -23,12 +66,35 @@ class ServedModel(Frozen):
     pools: Annotated[list[str], Field(min_length=1)] = Field(
         description="Pools the replicas run on, in order of preference"
     )
-    gpus_per_replica: Annotated[int, Field(ge=1, le=4096)] = 1
-    capacity_rps: Positive = Field(
-        description="Requests per second one replica sustains within the latency SLO"
+    gpus_per_replica: Annotated[int, Field(ge=1, le=4096)] = Field(
+        default=1, description="Default: serving.tp when serving is given, else 1"
+    )
+    capacity_rps: Positive | None = Field(
+        default=None,
+        description="Requests per second one replica sustains within the latency SLO "
+        "(derived from 'serving' when not given)",
+    )
+    serving: ServingSpec | None = None
+    slo_curve: SloCurve | None = Field(
+        default=None, description="SLO attainment against load (derived from 'serving')"
     )
     demand: Demand
     pricing: Pricing | None = Field(default=None, description="Default: the scenario's pricing")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _replica_size(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "gpus_per_replica" not in data:
+            serving = data.get("serving")
+            if isinstance(serving, dict) and isinstance(serving.get("tp", 1), int):
+                data = {**data, "gpus_per_replica": serving.get("tp", 1)}
+        return data
+
+    @model_validator(mode="after")
+    def _capacity_source(self) -> ServedModel:
+        if self.capacity_rps is None and self.serving is None:
+            raise ValueError("give 'capacity_rps' (requests/s per replica) or 'serving' to derive it")
+        return self
 
     @field_validator("pools", mode="before")
     @classmethod

@@ -99,8 +99,8 @@ class RooflineIterationModel:
         needed = self.weight_bytes / 1e9
         if needed >= usable:
             raise ServingConfigError(
-                f"{llm.name} in {self.dtype} needs {needed:,.0f} GB for its weights; "
-                f"{self.tp} × {self.gpu_name or 'GPU'} offer {usable:,.0f} GB usable "
+                f"{llm.name} in {self.dtype} needs {needed:,.0f} GB for its weights; a replica of "
+                f"{self.tp} × {self.gpu_name or 'GPU'} has {usable:,.0f} GB usable "
                 f"({self.tp} × {self.gpu.memory_gb:g} GB × {USABLE_MEMORY_FRACTION:.0%}); "
                 f"use more GPUs per replica (tp) or fp8"
             )

@@ -1,0 +1,28 @@
+"""The public entry point for scenarios: validate, then derive what the scenario leaves to us."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from simulator.scenario import Scenario
+from simulator.scenario import load_scenario as _validate
+from simulator.serving.resolve import resolve_serving
+
+
+def load_scenario(
+    source: str | Path | Mapping[str, Any] | Scenario,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+) -> Scenario:
+    """Validate a scenario (file path, dict or Scenario) and derive serving capacities.
+
+    Args:
+        source: a YAML file path, a mapping of the same structure, or a Scenario.
+        overrides: ``{"horizon.duration": "30d"}`` or ``["fleet.pools[0].count=64"]``.
+
+    Raises:
+        simulator.ScenarioError: the first problem, with its field path and YAML line.
+    """
+    scenario = _validate(source, overrides, resolve=resolve_serving)
+    return resolve_serving(scenario) if isinstance(source, Scenario) and not overrides else scenario

@@ -1,0 +1,154 @@
+"""Capacity curves: the highest request rate one replica sustains within a latency SLO.
+
+For a serving configuration, a request-length mix and an SLO such as "TTFT p90 ≤ 2 s and
+TPOT p99 ≤ 200 ms", the sustainable rate is found by bisection: Poisson arrivals at rate λ
+are served by the batching engine and the SLO percentiles are measured after a warm-up.
+Every probe uses the same random draws (inter-arrival times scaled by 1/λ, the same
+lengths), so the measured percentiles move smoothly with λ and bisection is stable.
+
+The curve also tabulates *SLO attainment* — the share of requests that individually meet
+both latency targets — against load ρ = λ / capacity, which the fleet's step kernels use to
+turn served requests into requests served within the SLO.
+
+Curves are cached on disk under ``$FLEETCAST_CACHE_DIR`` (default
+``~/.cache/fleetcast``), keyed by a hash of every input.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from simulator.serving.iteration import IterationModel, ServingConfigError
+from simulator.serving.replica import simulate_replica
+from simulator.serving.trace import LengthMix
+
+CACHE_VERSION = 1
+LOAD_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)
+
+
+@dataclass(frozen=True)
+class Slo:
+    """Latency targets, each a percentile bound."""
+
+    ttft_s: float = 2.0
+    ttft_percentile: float = 90.0
+    tpot_s: float = 0.2
+    tpot_percentile: float = 99.0
+
+
+@dataclass(frozen=True)
+class CapacityCurve:
+    """Sustainable rate per replica and SLO attainment against load."""
+
+    capacity_rps: float
+    load: tuple[float, ...]
+    attainment: tuple[float, ...]
+    ttft_at_capacity_s: float
+    tpot_at_capacity_s: float
+    requests: int
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("FLEETCAST_CACHE_DIR", Path.home() / ".cache" / "fleetcast")) / "capacity"
+
+
+def capacity_curve(
+    model: IterationModel,
+    mix: LengthMix,
+    slo: Slo,
+    max_batch: int,
+    kv_capacity_tokens: int | None = None,
+    prefill_chunk_tokens: int | None = None,
+    requests: int = 4000,
+    warmup: int = 500,
+    seed: int = 0,
+    use_cache: bool = True,
+) -> CapacityCurve:
+    """Find the sustainable rate by bisection and tabulate attainment against load."""
+    key = _cache_key(model, mix, slo, max_batch, kv_capacity_tokens, prefill_chunk_tokens, requests, warmup, seed)
+    path = cache_dir() / f"{key}.json"
+    if use_cache and path.exists():
+        try:
+            data = json.loads(path.read_text())
+            return CapacityCurve(**{**data, "load": tuple(data["load"]), "attainment": tuple(data["attainment"])})
+        except (OSError, ValueError, TypeError):
+            pass
+    rng = np.random.default_rng(seed)
+    total = requests + warmup
+    unit_gaps = rng.exponential(1.0, total)
+    prompt, output = mix.sample(total, rng)
+
+    def serve(rate: float):
+        arrival = np.cumsum(unit_gaps) / rate
+        return simulate_replica(arrival, prompt, output, model, max_batch=max_batch,
+                                kv_capacity_tokens=kv_capacity_tokens,
+                                prefill_chunk_tokens=prefill_chunk_tokens)
+
+    def percentiles(rate: float) -> tuple[float, float]:
+        result = serve(rate)
+        ttft = result.ttft_s[warmup:]
+        tpot = result.tpot_s[warmup:]
+        tpot = tpot[np.isfinite(tpot)]
+        return (float(np.percentile(ttft, slo.ttft_percentile)),
+                float(np.percentile(tpot, slo.tpot_percentile)) if len(tpot) else 0.0)
+
+    def meets(rate: float) -> bool:
+        ttft, tpot = percentiles(rate)
+        return ttft <= slo.ttft_s and tpot <= slo.tpot_s
+
+    offline = simulate_replica(np.zeros(total), prompt, output, model, max_batch=max_batch,
+                               kv_capacity_tokens=kv_capacity_tokens,
+                               prefill_chunk_tokens=prefill_chunk_tokens)
+    high = total / offline.duration_s  # nothing sustains more than the offline throughput
+    low = high * 1e-3
+    if not meets(low):
+        ttft, tpot = percentiles(low)
+        raise ServingConfigError(
+            f"the SLO cannot be met even at {low:.3g} req/s: TTFT p{slo.ttft_percentile:g} = {ttft:.3g} s "
+            f"(target {slo.ttft_s:g} s), TPOT p{slo.tpot_percentile:g} = {tpot:.3g} s (target {slo.tpot_s:g} s)"
+        )
+    if meets(high):
+        low = high
+    while high - low > 0.005 * low:
+        middle = 0.5 * (low + high)
+        if meets(middle):
+            low = middle
+        else:
+            high = middle
+    capacity = low
+    attainment = []
+    for rho in LOAD_GRID:
+        result = serve(rho * capacity)
+        ok = (result.ttft_s <= slo.ttft_s) & ~(result.tpot_s > slo.tpot_s)
+        attainment.append(float(ok[warmup:].mean()))
+    ttft_cap, tpot_cap = percentiles(capacity)
+    curve = CapacityCurve(capacity, LOAD_GRID, tuple(attainment), ttft_cap, tpot_cap, requests)
+    if use_cache:
+        _store(path, curve)
+    return curve
+
+
+def _cache_key(model, mix, slo, max_batch, kv, chunk, requests, warmup, seed) -> str:
+    digest = hashlib.sha256()
+    digest.update(json.dumps([CACHE_VERSION, model.params.tolist(), asdict(slo), max_batch, kv, chunk,
+                              requests, warmup, seed]).encode())
+    digest.update(np.ascontiguousarray(mix.prompt_tokens, dtype=np.int64).tobytes())
+    digest.update(np.ascontiguousarray(mix.output_tokens, dtype=np.int64).tobytes())
+    return digest.hexdigest()[:32]
+
+
+def _store(path: Path, curve: CapacityCurve) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as handle:
+            json.dump(asdict(curve), handle)
+        os.replace(handle.name, path)
+    except OSError:
+        pass  # a read-only cache only costs recomputation

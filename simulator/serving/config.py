@@ -1,0 +1,46 @@
+"""Build an iteration-time model from names: ``llama-3.1-70b`` on ``H100``, TP 4, FP8."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
+from simulator.serving.iteration import RooflineIterationModel, ServingConfigError
+from simulator.serving.llm_catalog import LLM_CATALOG, LlmSpec, find_llm
+
+
+def resolve_gpu(name: str, gpus: Mapping[str, GpuSpec] | None = None) -> tuple[str, GpuSpec]:
+    """A GPU by name (case-insensitive) from ``gpus`` then the built-in catalog."""
+    table = dict(gpus or {})
+    canonical = canonical_gpu_name(name, table) if table else None
+    if canonical is not None:
+        return canonical, table[canonical]
+    canonical = canonical_gpu_name(name)
+    if canonical is None:
+        known = ", ".join(sorted({*BUILTIN_GPUS, *table}))
+        raise ServingConfigError(f"unknown GPU {name!r}; known: {known}")
+    return canonical, GpuSpec(**BUILTIN_GPUS[canonical])
+
+
+def resolve_llm(name: str, extra: Mapping[str, LlmSpec] | None = None) -> LlmSpec:
+    spec = find_llm(name, dict(extra or {}))
+    if spec is None:
+        known = ", ".join(sorted({*LLM_CATALOG, *(extra or {})}))
+        raise ServingConfigError(f"unknown model {name!r}; known: {known}")
+    return spec
+
+
+def roofline_model(
+    model: str,
+    gpu: str,
+    tp: int = 1,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    gpus: Mapping[str, GpuSpec] | None = None,
+    llms: Mapping[str, LlmSpec] | None = None,
+) -> RooflineIterationModel:
+    """A roofline iteration model from catalog names; raise ServingConfigError when it cannot run."""
+    gpu_name, gpu_spec = resolve_gpu(gpu, gpus)
+    return RooflineIterationModel(
+        gpu_spec, resolve_llm(model, llms), tp=tp, dtype=dtype, kv_dtype=kv_dtype, gpu_name=gpu_name
+    )
