@@ -1,9 +1,13 @@
 """Test configuration: Hypothesis runs derandomized in CI, so a run is reproducible."""
 
 import os
+import tempfile
 
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, print_blob=True)
 settings.register_profile("thorough", max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
+
+# Capacity curves computed by the tests are cached in a throwaway folder, not the user's cache.
+os.environ.setdefault("FLEETCAST_CACHE_DIR", tempfile.mkdtemp(prefix="fleetcast-test-cache-"))

@@ -12,6 +12,12 @@ prefilled in that iteration, which emits its first token; every later iteration 
 token per running request. With a chunked-prefill budget, decodes take one token each and
 prompt chunks fill the rest of the budget in admission order. A request leaves after the
 iteration that emits its last token. Requests must be sorted by arrival time.
+
+Without chunking every running request advances one token per iteration, so a request
+admitted in a replica's iteration ``j`` leaves after iteration ``j + O − 1``: the engine keeps
+a min-heap of those iteration numbers and running sums of the batch's context, and an
+iteration costs O(admissions + departures) instead of O(batch). Chunked prefill needs each
+request's progress and walks the batch every iteration.
 """
 
 from __future__ import annotations
@@ -34,14 +40,24 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
     """
     n = arrival.shape[0]
     inf = np.inf
+    plain = chunk_budget < 0
     t_end = np.full(n_replicas, inf)
     queue_head = np.full(n_replicas, -1, dtype=np.int64)
     queue_tail = np.full(n_replicas, -1, dtype=np.int64)
     next_in_queue = np.full(n, -1, dtype=np.int64)
-    running = np.empty((n_replicas, max_batch), dtype=np.int64)
     n_running = np.zeros(n_replicas, dtype=np.int64)
     kv_used = np.zeros(n_replicas, dtype=np.int64)
     outstanding = np.zeros(n_replicas, dtype=np.int64)
+    # Plain mode: iteration numbers, departure heaps, the batch's context and its newcomers.
+    iteration = np.zeros(n_replicas, dtype=np.int64)
+    heap_key = np.empty((n_replicas, max_batch), dtype=np.int64)
+    heap_val = np.empty((n_replicas, max_batch), dtype=np.int64)
+    context = np.zeros(n_replicas, dtype=np.int64)  # Σ (prompt + generated) over running
+    decoding = np.zeros(n_replicas, dtype=np.int64)  # requests decoding in the current iteration
+    newcomers = np.empty((n_replicas, max_batch), dtype=np.int64)
+    n_new = np.zeros(n_replicas, dtype=np.int64)
+    # Chunked mode: the batch in admission order and each request's progress.
+    running = np.empty((n_replicas, max_batch), dtype=np.int64)
     prefilled = np.zeros(n, dtype=np.int64)
     generated = np.zeros(n, dtype=np.int64)
     chunk_now = np.zeros(n, dtype=np.int64)
@@ -60,25 +76,23 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
         for r in range(n_replicas):
             if t_end[r] != now:
                 continue
-            kept = 0
-            for j in range(n_running[r]):
-                i = running[r, j]
-                if chunk_now[i] > 0:
-                    prefilled[i] += chunk_now[i]
-                    chunk_now[i] = 0
-                    if prefilled[i] == prompt[i]:
-                        generated[i] = 1
-                        first[i] = now
-                elif prefilled[i] == prompt[i]:
-                    generated[i] += 1
-                if generated[i] == output[i]:
+            if plain:
+                for q in range(n_new[r]):
+                    first[newcomers[r, q]] = now
+                context[r] += decoding[r] + n_new[r]
+                n_new[r] = 0
+                while n_running[r] > 0 and heap_key[r, 0] == iteration[r]:
+                    i = _heap_pop(heap_key, heap_val, r, n_running[r])
+                    n_running[r] -= 1
                     finish[i] = now
+                    context[r] -= prompt[i] + output[i]
                     kv_used[r] -= prompt[i] + output[i]
                     outstanding[r] -= 1
-                else:
-                    running[r, kept] = i
-                    kept += 1
-            n_running[r] = kept
+                iteration[r] += 1
+            else:
+                departed = _finish_chunked(r, now, running, n_running, prompt, output, prefilled,
+                                           generated, chunk_now, first, finish, kv_used)
+                outstanding[r] -= departed
             t_end[r] = inf
         # 2. Arrivals now: route each to a replica's queue.
         while i_next < n and arrival[i_next] <= now:
@@ -102,6 +116,9 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
         for r in range(n_replicas):
             if t_end[r] != inf:
                 continue
+            before = n_running[r]
+            prefill_tokens = 0
+            prefill_context = 0.0
             while queue_head[r] >= 0 and n_running[r] < max_batch:
                 i = queue_head[r]
                 need = prompt[i] + output[i]
@@ -110,46 +127,120 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
                 queue_head[r] = next_in_queue[i]
                 if queue_head[r] < 0:
                     queue_tail[r] = -1
-                running[r, n_running[r]] = i
-                n_running[r] += 1
                 kv_used[r] += need
                 admit[i] = now
+                if plain:
+                    _heap_push(heap_key, heap_val, r, n_running[r], iteration[r] + output[i] - 1, i)
+                    newcomers[r, n_new[r]] = i
+                    n_new[r] += 1
+                    prefill_tokens += prompt[i]
+                    prefill_context += prompt[i] * (prompt[i] + 1) / 2.0
+                else:
+                    running[r, n_running[r]] = i
+                n_running[r] += 1
             if n_running[r] == 0:
                 continue
-            t_end[r] = now + _compose(r, running, n_running[r], prompt, prefilled, generated,
+            if plain:
+                decoding[r] = before
+                dt = iteration_seconds(params, prefill_tokens, before,
+                                       context[r] + prefill_context, context[r] + prefill_tokens)
+                for q in range(n_new[r]):
+                    context[r] += prompt[newcomers[r, q]]
+            else:
+                dt = _compose_chunked(r, running, n_running[r], prompt, prefilled, generated,
                                       chunk_now, chunk_budget, params)
+            t_end[r] = now + dt
             iterations += 1
     return iterations
 
 
 @njit(cache=True)
-def _compose(r, running, count, prompt, prefilled, generated, chunk_now, chunk_budget, params):
-    """Decide what the iteration processes (``chunk_now``) and return its duration."""
+def _heap_push(keys, values, r, size, key, value):
+    """Push onto replica ``r``'s min-heap of ``size`` entries."""
+    j = size
+    while j > 0:
+        parent = (j - 1) // 2
+        if keys[r, parent] <= key:
+            break
+        keys[r, j] = keys[r, parent]
+        values[r, j] = values[r, parent]
+        j = parent
+    keys[r, j] = key
+    values[r, j] = value
+
+
+@njit(cache=True)
+def _heap_pop(keys, values, r, size):
+    """Pop the smallest entry of replica ``r``'s heap of ``size`` entries; return its value."""
+    top = values[r, 0]
+    last = size - 1
+    key, value = keys[r, last], values[r, last]
+    j = 0
+    while True:
+        child = 2 * j + 1
+        if child >= last:
+            break
+        if child + 1 < last and keys[r, child + 1] < keys[r, child]:
+            child += 1
+        if keys[r, child] >= key:
+            break
+        keys[r, j] = keys[r, child]
+        values[r, j] = values[r, child]
+        j = child
+    keys[r, j] = key
+    values[r, j] = value
+    return top
+
+
+@njit(cache=True)
+def _finish_chunked(r, now, running, n_running, prompt, output, prefilled, generated, chunk_now,
+                    first, finish, kv_used):
+    """End an iteration in chunked mode; return how many requests left."""
+    kept = 0
+    departed = 0
+    for j in range(n_running[r]):
+        i = running[r, j]
+        if chunk_now[i] > 0:
+            prefilled[i] += chunk_now[i]
+            chunk_now[i] = 0
+            if prefilled[i] == prompt[i]:
+                generated[i] = 1
+                first[i] = now
+        elif prefilled[i] == prompt[i]:
+            generated[i] += 1
+        if generated[i] == output[i]:
+            finish[i] = now
+            kv_used[r] -= prompt[i] + output[i]
+            departed += 1
+        else:
+            running[r, kept] = i
+            kept += 1
+    n_running[r] = kept
+    return departed
+
+
+@njit(cache=True)
+def _compose_chunked(r, running, count, prompt, prefilled, generated, chunk_now, chunk_budget, params):
+    """Decide what a chunked iteration processes (``chunk_now``) and return its duration."""
     prefill_tokens = 0
     decode_requests = 0
     context_sum = 0.0
     kv_read = 0.0
-    budget = chunk_budget
     for j in range(count):
         i = running[r, j]
         if prefilled[i] == prompt[i]:
-            context = prompt[i] + generated[i]
+            position = prompt[i] + generated[i]
             decode_requests += 1
-            context_sum += context
-            kv_read += context
-    if chunk_budget >= 0:
-        budget -= decode_requests
+            context_sum += position
+            kv_read += position
+    budget = chunk_budget - decode_requests
     for j in range(count):
         i = running[r, j]
         left = prompt[i] - prefilled[i]
-        if left <= 0:
+        if left <= 0 or budget <= 0:
             continue
-        size = left
-        if chunk_budget >= 0:
-            size = min(left, max(budget, 0))
-            budget -= size
-        if size <= 0:
-            continue
+        size = min(left, budget)
+        budget -= size
         chunk_now[i] = size
         done = prefilled[i]
         prefill_tokens += size
