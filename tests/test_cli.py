@@ -145,7 +145,7 @@ def test_interrupted_run_writes_nothing_and_keeps_the_earlier_run(tmp_path, sig)
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["validate"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["validate"], ["serving"]])
 def test_help(command):
     result = CliRunner().invoke(main, [*command, "--help"])
     assert result.exit_code == 0 and "Usage:" in result.output
