@@ -8,7 +8,7 @@ and wholesale colocation at $184 per kW-month (North America, H2 2024).
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field
 
@@ -16,10 +16,52 @@ from simulator.scenario.types import Fraction, Frozen, NonNegative
 
 
 class Pricing(Frozen):
-    """What users pay, per million tokens."""
+    """What users pay, per million tokens; prices may fall by a share each year."""
 
     input_usd_per_1m: NonNegative = 0.0
     output_usd_per_1m: NonNegative = 0.0
+    decline_per_year: Annotated[float, Field(ge=0, lt=1)] = Field(
+        default=0.0, description="Yearly price decline (0.3 = prices fall 30% a year, compounded)"
+    )
+
+
+class Subscription(Frozen):
+    """Revenue from subscribers: each pays monthly and sends ``requests_per_day``.
+
+    The number of subscribers is the demand's rate without seasonality divided by the
+    requests one subscriber sends, so demand growth is subscriber growth.
+    """
+
+    usd_per_month: NonNegative
+    requests_per_day: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+
+
+class ExternalApi(Frozen):
+    """A third-party model API: ``overflow`` takes what self-hosting cannot serve,
+    ``all`` serves every request. Priced per million tokens, limited in requests per second."""
+
+    mode: Literal["overflow", "all"] = "overflow"
+    input_usd_per_1m: NonNegative
+    output_usd_per_1m: NonNegative
+    rate_limit_rps: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+
+
+class Financing(Frozen):
+    """A share of each purchase paid by a loan, repaid in equal monthly instalments."""
+
+    share_of_capex: Fraction = 0.0
+    rate_per_year: Annotated[float, Field(ge=0, le=1)] = 0.08
+    term_years: Annotated[float, Field(gt=0, le=30)] = 3.0
+
+
+class Alerts(Frozen):
+    """Thresholds a team would alert on, evaluated month by month on every path."""
+
+    monthly_compute_budget_usd: NonNegative | None = None
+    max_utilization: Fraction | None = None
+    min_utilization: Fraction | None = None
+    max_unserved_share: Fraction | None = None
+    max_cost_per_1m_tokens_usd: NonNegative | None = None
 
 
 class Energy(Frozen):

@@ -15,9 +15,9 @@ from typing import Annotated, Any
 from pydantic import Field, model_validator
 
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
-from simulator.scenario.economics import Energy, Facility, OtherCosts, Pricing
+from simulator.scenario.economics import Alerts, Energy, Facility, Financing, OtherCosts, Pricing
 from simulator.scenario.errors import ScenarioError
-from simulator.scenario.fleet import Fleet
+from simulator.scenario.fleet import Failures, Fleet, OnDemand, Owned, Power, Reserved
 from simulator.scenario.horizon import Horizon
 from simulator.scenario.served import ServedModel
 from simulator.scenario.types import Frozen
@@ -41,6 +41,16 @@ class Scenario(Frozen):
     energy: Energy = Field(default_factory=Energy)
     facility: Facility = Field(default_factory=Facility)
     other_costs: OtherCosts = Field(default_factory=OtherCosts)
+    failures: Failures | None = Field(
+        default=None, description="Failures of every pool that does not set its own"
+    )
+    power: Power = Field(default_factory=Power)
+    financing: Financing = Field(default_factory=Financing)
+    alerts: Alerts = Field(default_factory=Alerts)
+    variants: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Named alternatives: field overrides as {'fleet.pools[0].count': 512}",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -70,6 +80,15 @@ class Scenario(Frozen):
     def gpu(self, name: str) -> GpuSpec:
         """The spec of a GPU type used by this scenario."""
         return self.gpus[name]
+
+    def failures_of(self, pool_index: int) -> Failures | None:
+        """The pool's failure model, or the scenario's."""
+        own = self.fleet.pools[pool_index].failures
+        return own if own is not None else self.failures
+
+    def site_kw_per_gpu(self, gpu: str) -> float:
+        """Power one owned GPU draws from the site at full load: TDP × server factor × PUE."""
+        return self.gpu(gpu).tdp_w / 1000.0 * self.energy.server_power_factor * self.energy.pue
 
 
 def _merge_gpu_catalog(user: Any) -> dict[str, Any] | Any:
@@ -121,6 +140,8 @@ def check_references(scenario: Scenario) -> None:
                 ("fleet", "pools", index, "gpu"), f"unknown GPU {pool.gpu!r}; known: {known}"
             )
         _check_changes(scenario, index)
+        _check_acquisition(scenario, index)
+    _check_power(scenario)
     model_names = [model.name for model in scenario.models]
     for index, model in enumerate(scenario.models):
         if model_names.index(model.name) != index:
@@ -139,6 +160,54 @@ def check_references(scenario: Scenario) -> None:
                 ("models", index, "gpus_per_replica"),
                 f"is {model.gpus_per_replica} but serving.tp is {serving.tp}; a replica is its TP group",
             )
+
+
+def _check_acquisition(scenario: Scenario, index: int) -> None:
+    pool = scenario.fleet.pools[index]
+    acquisition = pool.acquisition
+    loc = ("fleet", "pools", index, "acquisition")
+    horizon = scenario.horizon
+    if isinstance(acquisition, Reserved):
+        start = 0.0 if acquisition.start is None else horizon.offset_of(acquisition.start)
+        if start < 0:
+            raise ScenarioError((*loc, "start"), "is before the start of the horizon")
+        if start + acquisition.term > horizon.length_s + 1e-6:
+            raise ScenarioError(
+                (*loc, "term"),
+                "ends after the horizon, so part of the commitment would go unaccounted; "
+                "lengthen the horizon or shorten the term",
+            )
+    if isinstance(acquisition, OnDemand):
+        if acquisition.max_count is not None and acquisition.max_count < pool.count:
+            raise ScenarioError((*loc, "max_count"), f"is below the pool's count ({pool.count})")
+        if acquisition.autoscale is not None and acquisition.max_count is None:
+            raise ScenarioError((*loc, "max_count"), "is required with autoscale (the most GPUs it may rent)")
+    if not isinstance(acquisition, Owned) and (pool.orders or pool.procurement):
+        raise ScenarioError(("fleet", "pools", index, "orders" if pool.orders else "procurement"),
+                            "orders and procurement apply to owned pools")
+    for slot, order in enumerate(pool.orders):
+        if horizon.offset_of(order.at) < 0:
+            raise ScenarioError(("fleet", "pools", index, "orders", slot, "at"), "is before the start of the horizon")
+
+
+def _check_power(scenario: Scenario) -> None:
+    caps = scenario.power.caps
+    if not caps:
+        return
+    horizon = scenario.horizon
+    at_start = [(horizon.offset_of(cap.at), slot) for slot, cap in enumerate(caps) if horizon.offset_of(cap.at) <= 0]
+    if not at_start:
+        return
+    slot = max(at_start)[1]
+    demand_mw = sum(
+        pool.count * scenario.site_kw_per_gpu(pool.gpu) for pool in scenario.fleet.pools if pool.owned
+    ) / 1000.0
+    if demand_mw > caps[slot].mw + 1e-9:
+        raise ScenarioError(
+            ("power", "caps", slot, "mw"),
+            f"{caps[slot].mw:g} MW is below the initial owned fleet's {demand_mw:.3f} MW "
+            "(GPUs × TDP × server power factor × PUE)",
+        )
 
 
 def _check_changes(scenario: Scenario, pool_index: int) -> None:

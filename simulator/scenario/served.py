@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from simulator.scenario.demand import Demand
-from simulator.scenario.economics import Pricing
+from simulator.scenario.economics import ExternalApi, Pricing, Subscription
 from simulator.scenario.types import Frozen, Positive
 
 
@@ -63,8 +63,8 @@ class ServedModel(Frozen):
     """One model served to users."""
 
     name: Annotated[str, Field(min_length=1, max_length=80)]
-    pools: Annotated[list[str], Field(min_length=1)] = Field(
-        description="Pools the replicas run on, in order of preference"
+    pools: list[str] = Field(
+        default_factory=list, description="Pools the replicas run on, in order of preference"
     )
     gpus_per_replica: Annotated[int, Field(ge=1, le=4096)] = Field(
         default=1, description="Default: serving.tp when serving is given, else 1"
@@ -80,6 +80,8 @@ class ServedModel(Frozen):
     )
     demand: Demand
     pricing: Pricing | None = Field(default=None, description="Default: the scenario's pricing")
+    subscription: Subscription | None = None
+    api: ExternalApi | None = Field(default=None, description="A third-party API tier")
 
     @model_validator(mode="before")
     @classmethod
@@ -90,8 +92,16 @@ class ServedModel(Frozen):
                 data = {**data, "gpus_per_replica": serving.get("tp", 1)}
         return data
 
+    @property
+    def api_only(self) -> bool:
+        return self.api is not None and self.api.mode == "all"
+
     @model_validator(mode="after")
     def _capacity_source(self) -> ServedModel:
+        if self.api_only:
+            return self
+        if not self.pools:
+            raise ValueError("list the 'pools' the replicas run on (or serve it all by 'api: {mode: all}')")
         if self.capacity_rps is None and self.serving is None:
             raise ValueError("give 'capacity_rps' (requests/s per replica) or 'serving' to derive it")
         return self
@@ -102,9 +112,19 @@ class ServedModel(Frozen):
         return [value] if isinstance(value, str) else value
 
     def revenue_per_request(self, default: Pricing) -> float:
-        """USD earned by one served request of mean length."""
+        """USD earned by one served request of mean length at the starting prices."""
         price = self.pricing or default
         return (
             self.demand.input_tokens * price.input_usd_per_1m
             + self.demand.output_tokens * price.output_usd_per_1m
+        ) / 1e6
+
+    @property
+    def api_cost_per_request(self) -> float:
+        """USD the external API charges for one request of mean length."""
+        if self.api is None:
+            return 0.0
+        return (
+            self.demand.input_tokens * self.api.input_usd_per_1m
+            + self.demand.output_tokens * self.api.output_usd_per_1m
         ) / 1e6
