@@ -1,7 +1,8 @@
 """One Monte Carlo path: a SimPy environment, the fleet on it, and the step clock.
 
-The engine only wires components onto one clock and runs it. Events (deliveries,
-retirements, end of depreciation) are SimPy processes that change the :class:`FleetState`;
+The engine only wires components onto one clock and runs it. Events (deliveries, orders,
+retirements, failures and repairs, spot preemptions, autoscaling, power caps, reserved
+terms, end of depreciation) are SimPy processes that change the :class:`FleetState`;
 before each change the :class:`StepClock` integrates, in one numba call, every step from the
 previous change up to this event with the fleet as it was. An event at time ``t`` takes
 effect from the first step that starts at or after ``t``.
@@ -19,10 +20,17 @@ import simpy
 from simulator.compiled import CompiledScenario
 from simulator.demand import sample_counts
 from simulator.fleet import FleetState
+from simulator.fleet.autoscaler import autoscaler
+from simulator.fleet.failures import failure_process
+from simulator.fleet.procurement import dated_order, delivery_delay, procurement_policy
 from simulator.kernels import N_MODEL_COLS, N_POOL_COLS, integrate_interval
 
-# Independent random streams of a path; a stream's draws never shift another's.
+# Independent random streams of a path, each keyed further by a pool's or model's name:
+# a stream's draws never shift another's, and variants share them (common random numbers).
 STREAM_DEMAND = 0
+STREAM_FAILURES = 1
+STREAM_PREEMPTION = 2
+STREAM_ORDERS = 3
 
 
 @dataclass
@@ -33,6 +41,8 @@ class PathResult:
     pool_out: np.ndarray  # (n_steps, n_pools, N_POOL_COLS)
     model_out: np.ndarray  # (n_steps, n_models, N_MODEL_COLS)
     other_out: np.ndarray  # (n_steps,)
+    capex: np.ndarray  # (n_steps, n_pools): purchases paid at delivery, USD
+    orders: list  # (order time s, pool, GPUs, delivery time s) of policy orders
 
 
 def path_generator(seed: int, path: int, stream: int, *extra: int) -> np.random.Generator:
@@ -75,10 +85,16 @@ class StepClock:
             plan.gpus_per_replica,
             plan.preferences,
             plan.revenue_per_request,
+            plan.fixed_revenue,
+            plan.api_mode,
+            plan.api_limit_per_step,
+            plan.api_cost_per_request,
             plan.slo_load,
             plan.slo_attainment,
             fleet.installed,
             fleet.available,
+            fleet.billed,
+            fleet.blocked,
             fleet.training,
             fleet.depreciation_usd_s,
             plan.cloud_usd_gpu_s,
@@ -121,7 +137,7 @@ def draw_demand(plan: CompiledScenario, seed: int, path: int) -> np.ndarray:
     """Requests per step for every model, from the path's demand streams."""
     demand = np.empty_like(plan.expected_demand)
     for m, noise in enumerate(plan.noise):
-        rng = path_generator(seed, path, STREAM_DEMAND, m)
+        rng = path_generator(seed, path, STREAM_DEMAND, plan.model_keys[m])
         demand[:, m] = sample_counts(plan.expected_demand[:, m], noise, rng)
     return demand
 
@@ -129,9 +145,14 @@ def draw_demand(plan: CompiledScenario, seed: int, path: int) -> np.ndarray:
 def _scheduled_change(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, delta: int):
     yield env.timeout(at_s)
     if delta > 0:
-        fleet.add(pool, delta)
+        fleet.deliver(pool, delta)
     else:
         fleet.remove(pool, -delta)
+
+
+def _power_cap(env: simpy.Environment, fleet: FleetState, at_s: float, kw: float):
+    yield env.timeout(at_s)
+    fleet.set_power_cap(kw)
 
 
 def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
@@ -140,9 +161,41 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
     clock = StepClock(env, plan, draw_demand(plan, seed, path))
     fleet = FleetState(env, plan, clock.advance)
     clock.fleet = fleet
+    horizon = plan.horizon_s
+    for at_s, kw in plan.power_caps:
+        if at_s <= 0:
+            fleet.power_cap_kw = kw
+        elif at_s < horizon:
+            env.process(_power_cap(env, fleet, at_s, kw))
+    for pool, count in enumerate(plan.initial_count):
+        if count:
+            fleet.deliver(pool, int(count))
     for change in plan.changes:
-        if change.at_s < plan.horizon_s:
+        if change.at_s < horizon:
             env.process(_scheduled_change(env, fleet, change.pool, change.at_s, change.delta))
-    env.run(until=plan.horizon_s)
+    on_order = np.zeros(len(plan.pool_names), dtype=np.int64)
+    orders_log: list = []
+    for pool, info in enumerate(plan.pools):
+        if info.reserved_start_s > 0 and info.reserved_start_s < horizon:
+            env.process(_scheduled_change(env, fleet, pool, info.reserved_start_s, int(plan.pools_count[pool])))
+        if info.reserved_end_s < horizon:
+            env.process(_scheduled_change(env, fleet, pool, info.reserved_end_s, -int(plan.pools_count[pool])))
+        order_rng = path_generator(seed, path, STREAM_ORDERS, info.key)
+        for order in (o for o in plan.orders if o.pool == pool):
+            delay = delivery_delay(order.lead_s, order.slip, order_rng)
+            env.process(dated_order(env, fleet, pool, order.at_s, order.count, delay, on_order))
+        if info.procurement is not None:
+            env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
+        if info.failures is not None:
+            env.process(failure_process(env, fleet, pool, info.failures.rate_per_gpu_hour,
+                                        info.failures.blast_radius, info.failures.repair,
+                                        path_generator(seed, path, STREAM_FAILURES, info.key)))
+        if info.spot is not None:
+            env.process(failure_process(env, fleet, pool, info.spot.preemption_rate_per_gpu_hour, 1,
+                                        info.spot.replacement,
+                                        path_generator(seed, path, STREAM_PREEMPTION, info.key)))
+        if info.autoscale is not None:
+            env.process(autoscaler(env, fleet, plan, pool, clock, int(plan.initial_count[pool])))
+    env.run(until=horizon)
     clock.advance()
-    return PathResult(path, clock.pool_out, clock.model_out, clock.other_out)
+    return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log)

@@ -30,7 +30,8 @@ POOL_ENERGY = 8
 POOL_FACILITY = 9
 POOL_RND = 10  # the part of this pool's cost that is training (R&D) compute
 POOL_ENERGY_KWH = 11
-N_POOL_COLS = 12
+POOL_POWER_BLOCKED = 12  # delivered GPUs waiting for site power
+N_POOL_COLS = 13
 
 # Per (step, model) columns.
 MODEL_DEMAND = 0
@@ -40,7 +41,11 @@ MODEL_REPLICAS = 3
 MODEL_SHORTFALL_GPUS = 4
 MODEL_SLO_MET = 5  # requests served within the SLO
 MODEL_REVENUE = 6
-N_MODEL_COLS = 7
+MODEL_API_REQUESTS = 7  # requests served by the external API
+MODEL_API_COST = 8
+N_MODEL_COLS = 9
+
+API_NONE, API_OVERFLOW, API_ALL = 0, 1, 2
 
 # Demand within this relative margin of a whole number of replicas' capacity needs no extra
 # replica (so that 3 replicas' worth computed as 3.0000000000000004 asks for 3, not 4).
@@ -72,10 +77,16 @@ def integrate_interval(
     gpus_per_replica,
     preferences,
     revenue_per_request,
+    fixed_revenue,
+    api_mode,
+    api_limit_per_step,
+    api_cost_per_request,
     slo_load,
     slo_attainment,
     installed,
     available,
+    billed,
+    power_blocked,
     training,
     depreciation_usd_s,
     cloud_usd_gpu_s,
@@ -97,10 +108,15 @@ def integrate_interval(
         capacity_per_step: requests one replica serves in one step, per model.
         gpus_per_replica: GPUs of one replica, per model.
         preferences: pool indices per model in order of preference, -1 padded.
-        revenue_per_request: USD per served request, per model.
+        revenue_per_request: USD per served request, shape (n_steps, n_models).
+        fixed_revenue: USD per step independent of service (subscriptions), (n_steps, n_models).
+        api_mode, api_limit_per_step, api_cost_per_request: the external API tier per model
+            (API_NONE, API_OVERFLOW: unserved demand goes to it, API_ALL: all demand does).
         slo_load, slo_attainment: per model, the share of requests served within the SLO at
             each per-replica load (served / capacity of the placed replicas), increasing load.
         installed, available, training: GPUs per pool (available excludes failed GPUs).
+        billed: GPUs per pool that the rental price is paid on (spot: available only).
+        power_blocked: delivered GPUs per pool waiting for site power.
         depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
         cloud_usd_gpu_s: rental price per installed GPU, USD per second.
         facility_usd_gpu_s: facility charge per installed GPU, USD per second.
@@ -126,7 +142,7 @@ def integrate_interval(
             per_replica = capacity_per_step[m]
             gpus = gpus_per_replica[m]
             needed = 0
-            if requests > 0.0:
+            if requests > 0.0 and api_mode[m] != API_ALL:
                 needed = int(math.ceil(requests / per_replica * (1.0 - _REPLICA_SLACK)))
             placed = 0
             for j in range(n_prefs):
@@ -144,20 +160,36 @@ def integrate_interval(
                 load = min(requests, placed * per_replica) - min(requests, (placed - take) * per_replica)
                 busy[p] += load / per_replica * gpus
             # All demand is served exactly when every replica it needs was placed.
-            served = requests if placed >= needed else placed * per_replica
+            self_served = requests if placed >= needed else placed * per_replica
+            if api_mode[m] == API_ALL:
+                self_served = 0.0
+            left = requests - self_served
+            api = 0.0
+            if api_mode[m] != API_NONE and left > 0.0:
+                api = min(left, api_limit_per_step[m])
+            unserved = left - api
+            served = requests - unserved
+            short = 0
+            if unserved > 0.0 and api_mode[m] != API_ALL:
+                if api > 0.0:  # the GPUs missing for what the API could not take either
+                    short = int(math.ceil(unserved / per_replica * (1.0 - _REPLICA_SLACK))) * gpus
+                else:
+                    short = (needed - placed) * gpus
+            replica_load = self_served / (placed * per_replica) if placed > 0 else 0.0
+            within = _interpolate(slo_load[m], slo_attainment[m], replica_load)
             model_out[k, m, MODEL_DEMAND] = requests
             model_out[k, m, MODEL_SERVED] = served
-            model_out[k, m, MODEL_UNSERVED] = requests - served
+            model_out[k, m, MODEL_UNSERVED] = unserved
             model_out[k, m, MODEL_REPLICAS] = placed
-            model_out[k, m, MODEL_SHORTFALL_GPUS] = (needed - placed) * gpus
-            replica_load = served / (placed * per_replica) if placed > 0 else 0.0
-            within = _interpolate(slo_load[m], slo_attainment[m], replica_load)
-            model_out[k, m, MODEL_SLO_MET] = served * within
-            model_out[k, m, MODEL_REVENUE] = served * revenue_per_request[m]
+            model_out[k, m, MODEL_SHORTFALL_GPUS] = short
+            model_out[k, m, MODEL_SLO_MET] = self_served * within + api
+            model_out[k, m, MODEL_REVENUE] = served * revenue_per_request[k, m] + fixed_revenue[k, m]
+            model_out[k, m, MODEL_API_REQUESTS] = api
+            model_out[k, m, MODEL_API_COST] = api * api_cost_per_request[m]
         for p in range(n_pools):
             avail = available[p]
             train = min(training[p], avail)
-            per_gpu = (cloud_usd_gpu_s[p] + facility_usd_gpu_s[p]) * installed[p] * step_s
+            per_gpu = (cloud_usd_gpu_s[p] * billed[p] + facility_usd_gpu_s[p] * installed[p]) * step_s
             depreciation = depreciation_usd_s[p] * step_s
             kwh = (busy[p] * busy_kw[p] + (avail - busy[p]) * idle_kw[p]) * hours
             energy = kwh * usd_per_kwh
@@ -172,9 +204,10 @@ def integrate_interval(
             pool_out[k, p, POOL_IDLE] = avail - train - inference[p]
             pool_out[k, p, POOL_BUSY] = busy[p]
             pool_out[k, p, POOL_DEPRECIATION] = depreciation
-            pool_out[k, p, POOL_CLOUD] = cloud_usd_gpu_s[p] * installed[p] * step_s
+            pool_out[k, p, POOL_CLOUD] = cloud_usd_gpu_s[p] * billed[p] * step_s
             pool_out[k, p, POOL_ENERGY] = energy
             pool_out[k, p, POOL_FACILITY] = facility_usd_gpu_s[p] * installed[p] * step_s
             pool_out[k, p, POOL_RND] = rnd
             pool_out[k, p, POOL_ENERGY_KWH] = kwh
+            pool_out[k, p, POOL_POWER_BLOCKED] = power_blocked[p]
         other_out[k] = other_usd_s * step_s

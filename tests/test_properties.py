@@ -118,6 +118,11 @@ def test_kernel_equals_its_python_function(data, draws):
     available = np.minimum(installed, rng.integers(0, 50, n_pools))
     training = np.minimum(available, rng.integers(0, 10, n_pools))
     depreciation = rng.uniform(0, 1, n_pools)
+    billed = np.minimum(installed, rng.integers(0, 50, n_pools))
+    blocked = rng.integers(0, 5, n_pools)
+    n_models = len(plan.model_names)
+    api_mode = rng.integers(0, 3, n_models)
+    api_limit = np.where(rng.random(n_models) < 0.5, np.inf, rng.uniform(0, 5000, n_models))
     k1 = plan.n_steps
     k0 = draws.draw(st.integers(0, k1))
 
@@ -126,9 +131,10 @@ def test_kernel_equals_its_python_function(data, draws):
         model_out = np.zeros((plan.n_steps, len(plan.model_names), kernels.N_MODEL_COLS))
         other_out = np.zeros(plan.n_steps)
         fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
-           plan.revenue_per_request, plan.slo_load, plan.slo_attainment, installed, available, training, depreciation, plan.cloud_usd_gpu_s,
-           plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw, plan.usd_per_kwh, plan.other_usd_s,
-           pool_out, model_out, other_out)
+           plan.revenue_per_request, plan.fixed_revenue, api_mode, api_limit, plan.api_cost_per_request + 1e-4,
+           plan.slo_load, plan.slo_attainment, installed, available, billed, blocked, training, depreciation,
+           plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw, plan.usd_per_kwh,
+           plan.other_usd_s, pool_out, model_out, other_out)
         return pool_out, model_out, other_out
 
     for jitted, python in zip(call(kernels.integrate_interval), call(kernels.integrate_interval.py_func), strict=True):

@@ -45,6 +45,12 @@ def expected_counts(demand: Demand, horizon: Horizon) -> np.ndarray:
     return np.maximum(counts, 0.0)
 
 
+def expected_level_counts(demand: Demand, horizon: Horizon) -> np.ndarray:
+    """Expected requests in each step without seasonality (base × growth integrated)."""
+    starts = np.arange(horizon.n_steps, dtype=np.float64) * horizon.step_s
+    return np.maximum(_level_integral(demand, horizon, starts, _launch_offset(demand, horizon)), 0.0)
+
+
 def sample_counts(expected: np.ndarray, noise: str, rng: np.random.Generator) -> np.ndarray:
     """Requests per step: Poisson around the expected counts, or the counts themselves."""
     if noise == "none":

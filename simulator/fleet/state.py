@@ -1,13 +1,20 @@
-"""GPUs per pool, by state, and the depreciation schedules of owned GPUs.
+"""GPUs per pool, by state, and the purchases behind them.
 
-Every purchase of owned GPUs (the initial count, and each dated addition) is a *cohort*
-that depreciates straight-line at ``price / life`` per second until its life ends; a SimPy
-process marks its end, and the fully depreciated GPUs stay installed. Removals retire the
-oldest GPUs first, depreciated or not, and stop their depreciation (they are taken as sold
-at net book value).
+Counts per pool: ``installed`` (in service), ``failed`` (installed but down: failures,
+spot preemptions), ``blocked`` (delivered owned GPUs waiting for site power), ``training``
+(held by training jobs). ``available = installed − failed``; rentals are billed on
+``installed`` GPUs, spot GPUs only while running (``available``).
+
+Every purchase of owned GPUs (the initial count, each dated addition or order) is a
+*cohort*: it is paid on delivery (capex, recorded at the delivery step), depreciates
+straight-line at ``price / life`` from the moment it is placed in service until its life
+ends (the GPUs stay installed after that), and retires at end of life when the pool says so.
+Removals retire the oldest GPUs first, working ones before failed ones, and stop their
+depreciation (they are taken as sold at net book value).
 
 Before any count or rate changes, ``before_change`` is called: that is how the step clock
-integrates the interval that ends at this event with the fleet as it was during it.
+integrates the interval ending at this event with the fleet as it was during it. After a
+change, waiters on :meth:`changed` (the failure processes) wake up.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from simulator.compiled import CompiledScenario
+from simulator.compiled import KIND_SPOT, CompiledScenario
 
 
 @dataclass
@@ -42,32 +49,47 @@ class FleetState:
         self._before_change = before_change
         n = len(plan.pool_names)
         self.installed = np.zeros(n, dtype=np.int64)
+        self.failed = np.zeros(n, dtype=np.int64)
         self.available = np.zeros(n, dtype=np.int64)
+        self.billed = np.zeros(n, dtype=np.int64)
+        self.blocked = np.zeros(n, dtype=np.int64)
         self.training = np.zeros(n, dtype=np.int64)
         self.depreciation_usd_s = np.zeros(n, dtype=np.float64)
+        self.capex = np.zeros((plan.n_steps, n), dtype=np.float64)
+        self.power_cap_kw = np.inf
         self._cohorts: list[deque[Cohort]] = [deque() for _ in range(n)]
-        for pool, count in enumerate(plan.initial_count):
-            if count:
-                self.add(pool, int(count))
+        self._waiting_power: list[deque[int]] = [deque() for _ in range(n)]
+        self._changed = [env.event() for _ in range(n)]
 
-    def add(self, pool: int, count: int) -> None:
-        """Install ``count`` new GPUs in ``pool`` now."""
+    # -- queries ---------------------------------------------------------------------------
+    def changed(self, pool: int) -> simpy.Event:
+        """An event that fires at the next change of the pool's counts."""
+        return self._changed[pool]
+
+    def site_kw(self) -> float:
+        return float(sum(self.installed[p] * self.plan.pools[p].site_kw_per_gpu for p in range(len(self.installed))))
+
+    # -- supply ----------------------------------------------------------------------------
+    def deliver(self, pool: int, count: int, paid: bool = True) -> None:
+        """GPUs arrive now: owned ones are paid, then installed as far as site power allows."""
         self._before_change()
-        self.installed[pool] += count
-        self.available[pool] += count
-        if self.plan.owned[pool] and self.plan.price_usd[pool] > 0:
-            life = float(self.plan.life_s[pool])
-            cohort = Cohort(count, float(self.plan.price_usd[pool]) / life)
-            self._cohorts[pool].append(cohort)
-            self._recompute_depreciation(pool)
-            self.env.process(self._depreciate(pool, cohort, life))
+        if self.plan.owned[pool]:
+            if paid:
+                self._record_capex(pool, count * float(self.plan.price_usd[pool]))
+            self._waiting_power[pool].append(count)
+            self.blocked[pool] += count
+            self._install_waiting()
+        else:
+            self._install(pool, count)
+        self._notify(pool)
 
     def remove(self, pool: int, count: int) -> None:
-        """Retire ``count`` GPUs of ``pool`` now, oldest first."""
+        """Retire ``count`` GPUs of ``pool`` now: oldest first, working before failed."""
         self._before_change()
         count = min(count, int(self.installed[pool]))
+        working = int(self.installed[pool] - self.failed[pool])
+        self.failed[pool] -= max(0, count - working)
         self.installed[pool] -= count
-        self.available[pool] -= count
         left = count
         cohorts = self._cohorts[pool]
         while left > 0 and cohorts:
@@ -77,16 +99,93 @@ class FleetState:
             left -= taken
             if oldest.count == 0:
                 cohorts.popleft()
-        self._recompute_depreciation(pool)
+        self._recompute(pool)
+        self._install_waiting()
+        self._notify(pool)
+
+    def fail(self, pool: int, count: int) -> int:
+        """Take up to ``count`` working GPUs down now; return how many went down."""
+        self._before_change()
+        down = min(count, int(self.installed[pool] - self.failed[pool]))
+        self.failed[pool] += down
+        self._recompute(pool)
+        self._notify(pool)
+        return down
+
+    def repair(self, pool: int, count: int) -> None:
+        """Bring ``count`` failed GPUs back now (fewer if some were retired meanwhile)."""
+        self._before_change()
+        self.failed[pool] -= min(count, int(self.failed[pool]))
+        self._recompute(pool)
+        self._notify(pool)
+
+    def set_power_cap(self, kw: float) -> None:
+        """A new site power cap from now on; waiting deliveries are installed if they fit."""
+        self._before_change()
+        self.power_cap_kw = kw
+        self._install_waiting()
+
+    # -- internals -------------------------------------------------------------------------
+    def _install_waiting(self) -> None:
+        """Install waiting owned deliveries, first come first served, while power allows."""
+        headroom = self.power_cap_kw - self.site_kw()
+        for pool, queue in enumerate(self._waiting_power):
+            kw = self.plan.pools[pool].site_kw_per_gpu
+            while queue:
+                if kw <= 0 or headroom == np.inf:
+                    fits = queue[0]
+                else:
+                    fits = min(queue[0], max(0, int(np.floor(headroom / kw + 1e-9))))
+                if fits <= 0:
+                    break
+                headroom -= fits * kw
+                queue[0] -= fits
+                if queue[0] == 0:
+                    queue.popleft()
+                self.blocked[pool] -= fits
+                self._install(pool, fits)
+
+    def _install(self, pool: int, count: int) -> None:
+        self.installed[pool] += count
+        plan = self.plan
+        if plan.owned[pool] and (plan.price_usd[pool] > 0 or np.isfinite(plan.pools[pool].retire_s)):
+            life = float(plan.life_s[pool])
+            cohort = Cohort(count, float(plan.price_usd[pool]) / life)
+            self._cohorts[pool].append(cohort)
+            if cohort.usd_per_gpu_s > 0:
+                self.env.process(self._depreciate(pool, cohort, life))
+            if np.isfinite(plan.pools[pool].retire_s):
+                self.env.process(self._retire(pool, cohort, plan.pools[pool].retire_s))
+        self._recompute(pool)
+
+    def _record_capex(self, pool: int, usd: float) -> None:
+        step = int(self.env.now // self.plan.step_s)
+        if 0 <= step < self.plan.n_steps:
+            self.capex[step, pool] += usd
 
     def _depreciate(self, pool: int, cohort: Cohort, life: float):
         yield self.env.timeout(life)
         if cohort.count > 0:
             self._before_change()
             cohort.depreciating = False
-            self._recompute_depreciation(pool)
+            self._recompute(pool)
 
-    def _recompute_depreciation(self, pool: int) -> None:
+    def _retire(self, pool: int, cohort: Cohort, after: float):
+        yield self.env.timeout(after)
+        if cohort.count > 0:
+            # Removals take the oldest first; a cohort at end of life is the oldest left
+            # unless dated removals reordered things, which only matters for depreciation.
+            self.remove(pool, cohort.count)
+
+    def _recompute(self, pool: int) -> None:
+        self.available[pool] = self.installed[pool] - self.failed[pool]
+        spot = self.plan.kind[pool] == KIND_SPOT
+        self.billed[pool] = self.available[pool] if spot else self.installed[pool]
         self.depreciation_usd_s[pool] = sum(
             c.count * c.usd_per_gpu_s for c in self._cohorts[pool] if c.depreciating
         )
+
+    def _notify(self, pool: int) -> None:
+        event = self._changed[pool]
+        self._changed[pool] = self.env.event()
+        event.succeed()
