@@ -97,6 +97,7 @@ class CompiledScenario:
     preferences: np.ndarray  # int64 (n_models, max pools), -1 padded
     revenue_per_request: np.ndarray  # (n_steps, n_models), USD, price decline applied
     fixed_revenue: np.ndarray  # (n_steps, n_models), USD per step (subscriptions)
+    subscribers: np.ndarray  # (n_steps, n_models), mean subscribers during the step
     api_mode: np.ndarray  # int64, API_*
     api_limit_per_step: np.ndarray
     api_cost_per_request: np.ndarray
@@ -138,6 +139,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
     demand = np.zeros((n_steps, len(models)), dtype=np.float64)
     revenue = np.zeros((n_steps, len(models)), dtype=np.float64)
     fixed_revenue = np.zeros((n_steps, len(models)), dtype=np.float64)
+    subscribers = np.zeros((n_steps, len(models)), dtype=np.float64)
     mid_years = (np.arange(n_steps) + 0.5) * horizon.step_s / SECONDS_PER_YEAR
     for m, model in enumerate(models):
         demand[:, m] = expected_counts(model.demand, horizon)
@@ -145,8 +147,8 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         revenue[:, m] = model.revenue_per_request(scenario.pricing) * (1 - pricing.decline_per_year) ** mid_years
         if model.subscription is not None:
             per_subscriber_step = model.subscription.requests_per_day * horizon.step_s / 86_400.0
-            subscribers = expected_level_counts(model.demand, horizon) / per_subscriber_step
-            fixed_revenue[:, m] = subscribers * model.subscription.usd_per_month * horizon.step_s / SECONDS_PER_MONTH
+            subscribers[:, m] = expected_level_counts(model.demand, horizon) / per_subscriber_step
+            fixed_revenue[:, m] = subscribers[:, m] * model.subscription.usd_per_month * horizon.step_s / SECONDS_PER_MONTH
     slo_load, slo_attainment = _slo_tables(models)
     api_mode = np.array([_api_mode(model) for model in models], dtype=np.int64)
     api_limit = np.array(
@@ -183,6 +185,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         preferences=preferences,
         revenue_per_request=revenue,
         fixed_revenue=fixed_revenue,
+        subscribers=subscribers,
         api_mode=api_mode,
         api_limit_per_step=api_limit,
         api_cost_per_request=np.array([model.api_cost_per_request for model in models], dtype=np.float64),

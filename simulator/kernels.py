@@ -28,10 +28,14 @@ POOL_DEPRECIATION = 6
 POOL_CLOUD = 7
 POOL_ENERGY = 8
 POOL_FACILITY = 9
-POOL_RND = 10  # the part of this pool's cost that is training (R&D) compute
-POOL_ENERGY_KWH = 11
-POOL_POWER_BLOCKED = 12  # delivered GPUs waiting for site power
-N_POOL_COLS = 13
+POOL_ENERGY_KWH = 10
+POOL_POWER_BLOCKED = 11  # delivered GPUs waiting for site power
+# The parts of this pool's cost components that are training (R&D) compute.
+POOL_RND_DEPRECIATION = 12
+POOL_RND_CLOUD = 13
+POOL_RND_ENERGY = 14
+POOL_RND_FACILITY = 15
+N_POOL_COLS = 16
 
 # Per (step, model) columns.
 MODEL_DEMAND = 0
@@ -189,14 +193,16 @@ def integrate_interval(
         for p in range(n_pools):
             avail = available[p]
             train = min(training[p], avail)
-            per_gpu = (cloud_usd_gpu_s[p] * billed[p] + facility_usd_gpu_s[p] * installed[p]) * step_s
+            cloud = cloud_usd_gpu_s[p] * billed[p] * step_s
+            facility = facility_usd_gpu_s[p] * installed[p] * step_s
             depreciation = depreciation_usd_s[p] * step_s
             kwh = (busy[p] * busy_kw[p] + (avail - busy[p]) * idle_kw[p]) * hours
             energy = kwh * usd_per_kwh
-            rnd = 0.0
-            if installed[p] > 0:
-                rnd = (per_gpu + depreciation) * train / installed[p]
-            rnd += train * busy_kw[p] * hours * usd_per_kwh
+            share = train / installed[p] if installed[p] > 0 else 0.0
+            pool_out[k, p, POOL_RND_DEPRECIATION] = depreciation * share
+            pool_out[k, p, POOL_RND_CLOUD] = cloud * (train / billed[p] if billed[p] > 0 else 0.0)
+            pool_out[k, p, POOL_RND_ENERGY] = train * busy_kw[p] * hours * usd_per_kwh
+            pool_out[k, p, POOL_RND_FACILITY] = facility * share
             pool_out[k, p, POOL_INSTALLED] = installed[p]
             pool_out[k, p, POOL_AVAILABLE] = avail
             pool_out[k, p, POOL_INFERENCE] = inference[p]
@@ -204,10 +210,9 @@ def integrate_interval(
             pool_out[k, p, POOL_IDLE] = avail - train - inference[p]
             pool_out[k, p, POOL_BUSY] = busy[p]
             pool_out[k, p, POOL_DEPRECIATION] = depreciation
-            pool_out[k, p, POOL_CLOUD] = cloud_usd_gpu_s[p] * billed[p] * step_s
+            pool_out[k, p, POOL_CLOUD] = cloud
             pool_out[k, p, POOL_ENERGY] = energy
-            pool_out[k, p, POOL_FACILITY] = facility_usd_gpu_s[p] * installed[p] * step_s
-            pool_out[k, p, POOL_RND] = rnd
+            pool_out[k, p, POOL_FACILITY] = facility
             pool_out[k, p, POOL_ENERGY_KWH] = kwh
             pool_out[k, p, POOL_POWER_BLOCKED] = power_blocked[p]
         other_out[k] = other_usd_s * step_s

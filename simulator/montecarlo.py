@@ -52,7 +52,7 @@ def simulate(
         scenario = load_scenario(scenario, update)
     plan = compile_scenario(scenario)
     results = _run_paths(plan, scenario.seed, scenario.paths, executor, workers, progress)
-    return Results(scenario, results, plan.pool_names, plan.model_names)
+    return Results(scenario, results, plan)
 
 
 def _run_paths(

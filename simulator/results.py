@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from simulator.compiled import CompiledScenario
 from simulator.engine import PathResult
 from simulator.output import write_run_directory
 from simulator.scenario import Scenario, dump_scenario
@@ -23,13 +24,13 @@ from simulator.tables import models_table, pools_table, timeseries_table
 class Results:
     """Tables and summary of a simulated scenario."""
 
-    def __init__(self, scenario: Scenario, paths: Sequence[PathResult], pool_names: Sequence[str], model_names: Sequence[str]) -> None:
+    def __init__(self, scenario: Scenario, paths: Sequence[PathResult], plan: CompiledScenario) -> None:
         ordered = sorted(paths, key=lambda result: result.path)
         times = scenario.horizon.times()
         self.scenario = scenario
-        self.timeseries: pd.DataFrame = timeseries_table(ordered, times)
-        self.pools: pd.DataFrame = pools_table(ordered, times, pool_names)
-        self.models: pd.DataFrame = models_table(ordered, times, model_names)
+        self.timeseries: pd.DataFrame = timeseries_table(ordered, times, plan)
+        self.pools: pd.DataFrame = pools_table(ordered, times, plan)
+        self.models: pd.DataFrame = models_table(ordered, times, plan)
         self.summary: dict[str, Any] = summarize(scenario, self.timeseries)
 
     def save(self, directory: str | Path) -> Path:

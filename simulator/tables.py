@@ -2,6 +2,10 @@
 
 ``timeseries``: one row per (path, step), every pool and model added up.
 ``pools``: one row per (path, step, pool).  ``models``: one row per (path, step, model).
+
+``cost_cloud_usd`` holds all rented compute: on-demand, reserved and spot GPUs and the
+external API (each also given on its own), so the five contract components still add up to
+``cost_usd``.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from simulator import kernels as K
+from simulator.compiled import KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT, CompiledScenario
 from simulator.engine import PathResult
 
 COST_COMPONENTS = (
@@ -21,7 +26,12 @@ COST_COMPONENTS = (
     "cost_facility_usd",
     "cost_other_usd",
 )
-
+RND_COLUMNS = {
+    "rnd_depreciation_usd": K.POOL_RND_DEPRECIATION,
+    "rnd_cloud_usd": K.POOL_RND_CLOUD,
+    "rnd_energy_usd": K.POOL_RND_ENERGY,
+    "rnd_facility_usd": K.POOL_RND_FACILITY,
+}
 _POOL_COLUMNS = {
     "gpus_installed": K.POOL_INSTALLED,
     "gpus_available": K.POOL_AVAILABLE,
@@ -29,12 +39,13 @@ _POOL_COLUMNS = {
     "gpus_training": K.POOL_TRAINING,
     "gpus_idle": K.POOL_IDLE,
     "gpus_busy": K.POOL_BUSY,
+    "gpus_power_blocked": K.POOL_POWER_BLOCKED,
     "cost_depreciation_usd": K.POOL_DEPRECIATION,
     "cost_cloud_usd": K.POOL_CLOUD,
     "cost_energy_usd": K.POOL_ENERGY,
     "cost_facility_usd": K.POOL_FACILITY,
-    "rnd_compute_usd": K.POOL_RND,
     "energy_kwh": K.POOL_ENERGY_KWH,
+    **RND_COLUMNS,
 }
 _MODEL_COLUMNS = {
     "demand_requests": K.MODEL_DEMAND,
@@ -44,8 +55,14 @@ _MODEL_COLUMNS = {
     "shortfall_gpus": K.MODEL_SHORTFALL_GPUS,
     "slo_met_requests": K.MODEL_SLO_MET,
     "revenue_usd": K.MODEL_REVENUE,
+    "api_requests": K.MODEL_API_REQUESTS,
+    "cost_api_usd": K.MODEL_API_COST,
 }
-_INTEGER_COLUMNS = ("gpus_installed", "gpus_available", "gpus_inference", "gpus_training", "gpus_idle", "replicas", "shortfall_gpus")
+_INTEGER_COLUMNS = (
+    "gpus_installed", "gpus_available", "gpus_inference", "gpus_training", "gpus_idle", "gpus_failed",
+    "gpus_power_blocked", "replicas", "shortfall_gpus",
+)
+_TIERS = {"on_demand": KIND_ON_DEMAND, "reserved": KIND_RESERVED, "spot": KIND_SPOT}
 
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray, empty: float) -> np.ndarray:
@@ -69,7 +86,7 @@ def _frame(table: dict[str, np.ndarray], key: str, names: Sequence[str], repeats
     return pd.DataFrame(dict([*items[:2], (key, labels), *items[2:]]), copy=False)
 
 
-def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex) -> pd.DataFrame:
+def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: CompiledScenario) -> pd.DataFrame:
     """One row per (path, step): the whole fleet and every model added up."""
     pool = np.concatenate([r.pool_out.sum(axis=1) for r in results])  # (rows, cols)
     model = np.concatenate([r.model_out.sum(axis=1) for r in results])
@@ -86,26 +103,42 @@ def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex) -> 
     table["utilization"] = _ratio(pool[:, K.POOL_BUSY], pool[:, K.POOL_AVAILABLE], 0.0)
     table["slo_attainment"] = _ratio(model[:, K.MODEL_SLO_MET], model[:, K.MODEL_DEMAND], 1.0)
     table["shortfall_gpus"] = model[:, K.MODEL_SHORTFALL_GPUS]
-    for name in COST_COMPONENTS[:-1]:
-        table[name] = pool[:, _POOL_COLUMNS[name]]
+    api_cost = model[:, K.MODEL_API_COST]
+    table["cost_depreciation_usd"] = pool[:, K.POOL_DEPRECIATION]
+    table["cost_cloud_usd"] = pool[:, K.POOL_CLOUD] + api_cost
+    table["cost_energy_usd"] = pool[:, K.POOL_ENERGY]
+    table["cost_facility_usd"] = pool[:, K.POOL_FACILITY]
     table["cost_other_usd"] = other
     table["cost_usd"] = sum(table[name] for name in COST_COMPONENTS)
-    table["rnd_compute_usd"] = pool[:, K.POOL_RND]
+    rnd = {name: pool[:, column] for name, column in RND_COLUMNS.items()}
+    table["rnd_compute_usd"] = sum(rnd.values())
     table["cogs_usd"] = table["cost_usd"] - table["rnd_compute_usd"]
     table["revenue_usd"] = model[:, K.MODEL_REVENUE]
     table["gross_margin_usd"] = table["revenue_usd"] - table["cogs_usd"]
-    table["energy_kwh"] = pool[:, K.POOL_ENERGY_KWH]
-    table["replicas"] = model[:, K.MODEL_REPLICAS]
     rows = len(table["path"])
     table["training_jobs_queued"] = np.zeros(rows, dtype=np.int64)
     table["training_jobs_running"] = np.zeros(rows, dtype=np.int64)
+    # Beyond the contract: where the money and the GPUs went.
+    for tier, kind in _TIERS.items():
+        table[f"cost_cloud_{tier}_usd"] = np.concatenate(
+            [r.pool_out[:, plan.kind == kind, K.POOL_CLOUD].sum(axis=1) for r in results])
+    table["cost_api_usd"] = api_cost
+    table.update(rnd)
+    table["capex_usd"] = np.concatenate([r.capex.sum(axis=1) for r in results])
+    table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"]
+    table["gpus_power_blocked"] = pool[:, K.POOL_POWER_BLOCKED]
+    table["api_requests"] = model[:, K.MODEL_API_REQUESTS]
+    table["served_tokens"] = np.concatenate(
+        [r.model_out[:, :, K.MODEL_SERVED] @ plan.tokens_per_request for r in results])
+    table["subscribers"] = np.concatenate([plan.subscribers.sum(axis=1)] * len(results))
+    table["energy_kwh"] = pool[:, K.POOL_ENERGY_KWH]
+    table["replicas"] = model[:, K.MODEL_REPLICAS]
     return pd.DataFrame(_cast(table), copy=False)
 
 
-def pools_table(
-    results: Sequence[PathResult], times: pd.DatetimeIndex, names: Sequence[str]
-) -> pd.DataFrame:
+def pools_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: CompiledScenario) -> pd.DataFrame:
     """One row per (path, step, pool)."""
+    names = plan.pool_names
     n_steps, n_pools = len(times), len(names)
     stacked = np.concatenate([r.pool_out.reshape(n_steps * n_pools, -1) for r in results])
     table: dict[str, np.ndarray] = {
@@ -114,15 +147,17 @@ def pools_table(
     }
     for name, column in _POOL_COLUMNS.items():
         table[name] = stacked[:, column]
+    table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"]
     table["utilization"] = _ratio(stacked[:, K.POOL_BUSY], stacked[:, K.POOL_AVAILABLE], 0.0)
     table["cost_usd"] = sum(table[name] for name in COST_COMPONENTS[:-1])
+    table["rnd_compute_usd"] = sum(table[name] for name in RND_COLUMNS)
+    table["capex_usd"] = np.concatenate([r.capex.reshape(-1) for r in results])
     return _frame(table, "pool", names, n_steps * len(results))
 
 
-def models_table(
-    results: Sequence[PathResult], times: pd.DatetimeIndex, names: Sequence[str]
-) -> pd.DataFrame:
+def models_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: CompiledScenario) -> pd.DataFrame:
     """One row per (path, step, served model)."""
+    names = plan.model_names
     n_steps, n_models = len(times), len(names)
     stacked = np.concatenate([r.model_out.reshape(n_steps * n_models, -1) for r in results])
     table: dict[str, np.ndarray] = {
@@ -131,8 +166,7 @@ def models_table(
     }
     for name, column in _MODEL_COLUMNS.items():
         table[name] = stacked[:, column]
-    table["slo_attainment"] = _ratio(
-        stacked[:, K.MODEL_SLO_MET], stacked[:, K.MODEL_DEMAND], 1.0
-    )
+    table["slo_attainment"] = _ratio(stacked[:, K.MODEL_SLO_MET], stacked[:, K.MODEL_DEMAND], 1.0)
+    table["subscribers"] = np.tile(plan.subscribers.reshape(-1), len(results))
     del table["slo_met_requests"]
     return _frame(table, "model", names, n_steps * len(results))

@@ -11,6 +11,7 @@ import simulator
 from simulator import kernels
 from simulator.compiled import compile_scenario
 from simulator.engine import draw_demand, run_path
+from simulator.tables import COST_COMPONENTS
 
 GROWTH = st.one_of(
     st.just({"kind": "constant"}),
@@ -85,7 +86,9 @@ def test_invariants(data):
     assert ((ts["slo_attainment"] >= 0) & (ts["slo_attainment"] <= 1 + 1e-12)).all()
     costs = [c for c in ts.columns if c.startswith("cost_")] + ["cogs_usd", "rnd_compute_usd", "revenue_usd"]
     assert (ts[costs] >= 0).all().all()
-    assert np.allclose(ts[[c for c in costs if c.startswith("cost_") and c != "cost_usd"]].sum(axis=1), ts["cost_usd"])
+    assert np.allclose(ts[list(COST_COMPONENTS)].sum(axis=1), ts["cost_usd"])
+    tiers = ts[["cost_cloud_on_demand_usd", "cost_cloud_reserved_usd", "cost_cloud_spot_usd", "cost_api_usd"]]
+    assert np.allclose(tiers.sum(axis=1), ts["cost_cloud_usd"])
     assert np.allclose(ts["gross_margin_usd"], ts["revenue_usd"] - ts["cogs_usd"])
     for frame in (ts, pools):
         assert (frame["gpus_idle"] >= 0).all()
