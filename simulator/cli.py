@@ -20,6 +20,7 @@ from rich.table import Table
 
 from simulator.errors import InputError
 from simulator.serving.report import report_rows
+from simulator.variants import VariantResults
 
 console = Console()
 errors = Console(stderr=True)
@@ -125,12 +126,15 @@ def run(
     results.save(directory)
     if quiet:
         return
-    table = Table(title=f"{resolved.name}: {results.summary['paths']} paths", show_header=False)
-    table.add_column(style="bold")
-    table.add_column()
-    for label, text in headline(results.summary):
-        table.add_row(label, text)
-    console.print(table)
+    summaries = results.summaries() if isinstance(results, VariantResults) else {"": results.summary}
+    for name, summary in summaries.items():
+        title = f"{resolved.name}{' · ' + name if name else ''}: {summary['paths']} paths"
+        table = Table(title=title, show_header=False)
+        table.add_column(style="bold")
+        table.add_column()
+        for label, text in headline(summary):
+            table.add_row(label, text)
+        console.print(table)
     console.print(f"wrote {directory}/", markup=False, highlight=False)
 
 

@@ -15,7 +15,15 @@ import numpy as np
 
 from simulator.demand import expected_counts, expected_level_counts
 from simulator.scenario import Scenario
-from simulator.scenario.fleet import Autoscale, Failures, OnDemand, Owned, Procurement, Reserved, Spot
+from simulator.scenario.fleet import (
+    Autoscale,
+    Failures,
+    OnDemand,
+    Owned,
+    Procurement,
+    Reserved,
+    Spot,
+)
 from simulator.units import SECONDS_PER_MONTH, SECONDS_PER_YEAR
 
 KIND_OWNED, KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT = 0, 1, 2, 3

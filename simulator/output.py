@@ -11,11 +11,12 @@ never replaced: ``--out ~`` must not delete a home directory.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +40,13 @@ def check_output_directory(directory: Path) -> None:
         )
 
 
-def write_run_directory(
-    directory: Path,
-    *,
-    tables: Mapping[str, pd.DataFrame],
-    summary: Mapping[str, Any],
-    resolved_yaml: str,
-    extra_files: Mapping[str, bytes] | None = None,
-) -> Path:
-    """Write tables (Parquet), ``summary.json`` and ``scenario.resolved.yaml`` atomically."""
+@contextlib.contextmanager
+def staged_directory(directory: Path) -> Iterator[Path]:
+    """Yield an empty staging directory that replaces ``directory`` whole when the block ends.
+
+    Write the files into the staging directory, ``summary.json`` last (a directory with it
+    is complete). On any exception, including KeyboardInterrupt, nothing changes.
+    """
     directory = Path(directory)
     check_output_directory(directory)
     parent = directory.resolve().parent
@@ -55,16 +54,7 @@ def write_run_directory(
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.partial-", dir=parent))
     aside: Path | None = None
     try:
-        for name, frame in tables.items():
-            frame.to_parquet(staging / name, index=False)
-        (staging / "scenario.resolved.yaml").write_text(resolved_yaml, encoding="utf-8")
-        for name, payload in (extra_files or {}).items():
-            target = staging / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(payload)
-        # The marker goes last: a directory with summary.json is complete.
-        text = json.dumps(summary, indent=2, allow_nan=False)
-        (staging / RUN_MARKER).write_text(text + "\n", encoding="utf-8")
+        yield staging
         os.chmod(staging, 0o755)
         if directory.exists():
             aside = Path(tempfile.mkdtemp(prefix=f".{directory.name}.previous-", dir=parent))
@@ -79,4 +69,24 @@ def write_run_directory(
         raise
     if aside is not None:
         shutil.rmtree(aside, ignore_errors=True)
-    return directory
+
+
+def write_run_files(
+    target: Path,
+    *,
+    tables: Mapping[str, pd.DataFrame],
+    summary: Mapping[str, Any],
+    resolved_yaml: str,
+    extra_files: Mapping[str, bytes] | None = None,
+) -> None:
+    """Write tables (Parquet), ``scenario.resolved.yaml``, extra files, then ``summary.json``."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name, frame in tables.items():
+        frame.to_parquet(target / name, index=False)
+    (target / "scenario.resolved.yaml").write_text(resolved_yaml, encoding="utf-8")
+    for name, payload in (extra_files or {}).items():
+        path = target / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(payload)
+    text = json.dumps(summary, indent=2, allow_nan=False)
+    (target / RUN_MARKER).write_text(text + "\n", encoding="utf-8")

@@ -14,8 +14,9 @@ from typing import Any
 import pandas as pd
 
 from simulator.compiled import CompiledScenario
+from simulator.economics.pnl import monthly_pnl
 from simulator.engine import PathResult
-from simulator.output import write_run_directory
+from simulator.output import staged_directory, write_run_files
 from simulator.scenario import Scenario, dump_scenario
 from simulator.summary import summarize
 from simulator.tables import models_table, pools_table, timeseries_table
@@ -31,21 +32,24 @@ class Results:
         self.timeseries: pd.DataFrame = timeseries_table(ordered, times, plan)
         self.pools: pd.DataFrame = pools_table(ordered, times, plan)
         self.models: pd.DataFrame = models_table(ordered, times, plan)
-        self.summary: dict[str, Any] = summarize(scenario, self.timeseries)
+        self.pnl: pd.DataFrame = monthly_pnl(self.timeseries, scenario.financing, scenario.horizon.step_s)
+        self.summary: dict[str, Any] = summarize(scenario, self.timeseries, self.pnl)
 
     def save(self, directory: str | Path) -> Path:
         """Write the run directory atomically; an earlier one at that path is replaced whole."""
+        with staged_directory(Path(directory)) as staging:
+            self.write_files(staging)
+        return Path(directory)
+
+    def write_files(self, target: Path) -> None:
+        """Write this run's files into ``target`` (not atomic on its own; see :meth:`save`)."""
         tables = {
             "timeseries.parquet": self.timeseries,
             "pools.parquet": self.pools,
             "models.parquet": self.models,
+            "pnl.parquet": self.pnl,
         }
-        return write_run_directory(
-            Path(directory),
-            tables=tables,
-            summary=self.summary,
-            resolved_yaml=dump_scenario(self.scenario),
-        )
+        write_run_files(target, tables=tables, summary=self.summary, resolved_yaml=dump_scenario(self.scenario))
 
     def __repr__(self) -> str:
         return f"Results(scenario={self.scenario.name!r}, paths={self.summary['paths']}, steps={self.summary['steps']})"

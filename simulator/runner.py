@@ -22,6 +22,7 @@ from simulator.errors import RunConfigurationError
 from simulator.montecarlo import simulate
 from simulator.results import Results
 from simulator.scenario import Scenario
+from simulator.variants import VariantResults, variant_scenarios
 
 
 @contextlib.contextmanager
@@ -47,8 +48,14 @@ def run_scenario(
     workers: int | None = None,
     scheduler: str | None = None,
     show_progress: bool = True,
-) -> Results:
-    """Simulate with a progress bar on stderr when there is more than one path."""
+) -> Results | VariantResults:
+    """Simulate (every variant, when the scenario has some) with a progress bar on stderr."""
+    if scenario.variants:
+        return VariantResults({
+            name: run_scenario(variant, paths=paths, seed=seed, workers=workers, scheduler=scheduler,
+                               show_progress=show_progress)
+            for name, variant in variant_scenarios(scenario).items()
+        })
     n_paths = paths or scenario.paths
     progress = Progress(
         "[progress.description]{task.description}",

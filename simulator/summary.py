@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.economics.alerts import summarize_alerts
 from simulator.scenario import Scenario
 from simulator.units import format_duration, format_timestamp
 
@@ -60,10 +61,10 @@ def path_totals(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
     return totals
 
 
-def summarize(scenario: Scenario, timeseries: pd.DataFrame) -> dict[str, Any]:
+def summarize(scenario: Scenario, timeseries: pd.DataFrame, pnl: pd.DataFrame) -> dict[str, Any]:
     """The content of ``summary.json``."""
     horizon = scenario.horizon
-    totals = path_totals(timeseries, horizon.step_s)
+    totals = path_totals(timeseries, horizon.step_s).join(_unit_economics(pnl))
     metrics = [c for c in totals.columns if c != "first_shortfall_time"]
     summary: dict[str, Any] = {
         "scenario": scenario.name,
@@ -76,6 +77,12 @@ def summarize(scenario: Scenario, timeseries: pd.DataFrame) -> dict[str, Any]:
         "totals": {name: _number(totals[name].mean()) for name in metrics},
         "quantiles": {name: _quantiles(totals[name]) for name in metrics},
         "first_shortfall_time": first_shortfall_quantiles(totals["first_shortfall_time"]),
+        "break_even": {
+            name: first_shortfall_quantiles(_first_month(pnl, pnl[column] >= 0))
+            for name, column in (("gross_margin_positive_month", "gross_margin_usd"),
+                                 ("operating_result_positive_month", "operating_result_usd"))
+        } | {"payback_month": first_shortfall_quantiles(_payback_month(pnl))},
+        "alerts": summarize_alerts(pnl, scenario.alerts, first_shortfall_quantiles),
         "per_path": [
             {
                 "path": int(path),
@@ -86,6 +93,37 @@ def summarize(scenario: Scenario, timeseries: pd.DataFrame) -> dict[str, Any]:
         ],
     }
     return summary
+
+
+def _unit_economics(pnl: pd.DataFrame) -> pd.DataFrame:
+    grouped = pnl.groupby("path")[["cogs_usd", "served_tokens", "subscriber_months"]].sum()
+    tokens = grouped["served_tokens"].where(grouped["served_tokens"] > 0)
+    subscribers = grouped["subscriber_months"].where(grouped["subscriber_months"] > 0)
+    return pd.DataFrame({
+        "cost_per_1m_tokens_usd": grouped["cogs_usd"] / (tokens / 1e6),
+        "cost_per_subscriber_month_usd": grouped["cogs_usd"] / subscribers,
+    })
+
+
+def _first_month(pnl: pd.DataFrame, condition: pd.Series) -> pd.Series:
+    paths = pnl["path"].unique()
+    return pnl.loc[condition.to_numpy()].groupby("path")["month"].min().reindex(paths)
+
+
+def _payback_month(pnl: pd.DataFrame) -> pd.Series:
+    """First month from which cumulative cash stays at or above zero to the end (null: never)."""
+    months = {}
+    for path, rows in pnl.groupby("path"):
+        cash = rows["cumulative_cash_usd"].to_numpy()
+        below = cash < 0
+        if not below.any():
+            months[path] = rows["month"].iloc[0]
+        elif below[-1]:
+            months[path] = pd.NaT
+        else:
+            last_negative = len(below) - 1 - int(np.argmax(below[::-1]))
+            months[path] = rows["month"].iloc[last_negative + 1]
+    return pd.Series(months, dtype="datetime64[ns]")
 
 
 def _quantiles(values: pd.Series) -> dict[str, float | None]:

@@ -67,6 +67,7 @@ def load_scenario(
         except ValidationError as exc:
             raise _from_validation_error(exc, data) from None
         check_references(scenario)
+        _check_variants(data, scenario, base_dir)
         scenario = scenario.with_defaults_shown()
         if resolve is not None:
             scenario = resolve(scenario, base_dir)
@@ -76,6 +77,27 @@ def load_scenario(
         exc.source = origin
         raise
     return scenario
+
+
+def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) -> None:
+    """Each variant, applied to the base, must be a valid scenario too."""
+    for name, overrides in scenario.variants.items():
+        for key in overrides:
+            _parse_path(str(key))
+        variant = copy.deepcopy({k: v for k, v in data.items() if k != "variants"})
+        try:
+            for key, value in overrides.items():
+                _set_path(variant, str(key), copy.deepcopy(value))
+            try:
+                checked = Scenario.model_validate(variant, context={"base_dir": str(base_dir)})
+            except ValidationError as exc:
+                raise _from_validation_error(exc, variant) from None
+            check_references(checked)
+        except ScenarioError as exc:
+            loc = exc.loc
+            key = next((k for k in overrides if _parse_path(str(k)) == loc[: len(_parse_path(str(k)))]), None)
+            where: Loc = ("variants", name) if key is None else ("variants", name, str(key))
+            raise ScenarioError(where, f"{exc.path}: {exc.message}" if key is None else exc.message) from None
 
 
 def _normalize_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) -> list[tuple[str, Any]]:

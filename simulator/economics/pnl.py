@@ -1,0 +1,95 @@
+"""The monthly P&L and cash view of every path.
+
+Months are calendar months (the first month starts at the horizon's start). Per month:
+revenue; COGS by component (inference compute and the capacity held for it, the external
+API, other infrastructure costs); R&D compute by component (training); gross margin =
+revenue − COGS; operating result = gross margin − R&D compute; interest on the financing;
+net result. Cash: revenue and every cost but depreciation are paid as they accrue,
+purchases are paid on delivery (capex), a share of each month's capex may be borrowed and
+repaid in equal monthly instalments (an annuity) starting the month after.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from simulator.scenario.economics import Financing
+
+_SUMMED = [
+    "revenue_usd", "cost_usd", "cogs_usd", "rnd_compute_usd", "cost_depreciation_usd", "cost_cloud_usd",
+    "cost_api_usd", "cost_energy_usd", "cost_facility_usd", "cost_other_usd", "rnd_depreciation_usd",
+    "rnd_cloud_usd", "rnd_energy_usd", "rnd_facility_usd", "capex_usd", "demand_requests",
+    "served_requests", "unserved_requests", "served_tokens",
+]
+
+
+def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float) -> pd.DataFrame:
+    """One row per (path, month): P&L, cash flow and cumulative cash."""
+    frame = timeseries.assign(
+        month=timeseries["time"].dt.to_period("M").dt.start_time,
+        busy=timeseries["utilization"] * timeseries["gpus_available"],
+        subscriber_months=timeseries["subscribers"] * step_s / (365.25 / 12 * 86400),
+    )
+    grouped = frame.groupby(["path", "month"], sort=True)
+    monthly = grouped[[*_SUMMED, "busy", "gpus_available", "subscriber_months"]].sum().reset_index()
+    out = pd.DataFrame({"path": monthly["path"], "month": monthly["month"]})
+    out["revenue_usd"] = monthly["revenue_usd"]
+    for name in ("depreciation", "cloud", "energy", "facility"):
+        out[f"cogs_{name}_usd"] = monthly[f"cost_{name}_usd"] - monthly[f"rnd_{name}_usd"]
+    out["cogs_api_usd"] = monthly["cost_api_usd"]  # part of cogs_cloud_usd
+    out["cogs_other_usd"] = monthly["cost_other_usd"]
+    out["cogs_usd"] = monthly["cogs_usd"]
+    out["gross_margin_usd"] = out["revenue_usd"] - out["cogs_usd"]
+    revenue = out["revenue_usd"].where(out["revenue_usd"] > 0)
+    out["gross_margin_pct"] = 100.0 * out["gross_margin_usd"] / revenue
+    for name in ("depreciation", "cloud", "energy", "facility"):
+        out[f"rnd_{name}_usd"] = monthly[f"rnd_{name}_usd"]
+    out["rnd_compute_usd"] = monthly["rnd_compute_usd"]
+    out["operating_result_usd"] = out["gross_margin_usd"] - out["rnd_compute_usd"]
+    out["capex_usd"] = monthly["capex_usd"]
+    drawn, principal, interest = _financing(out, financing)
+    out["interest_usd"] = interest
+    out["net_result_usd"] = out["operating_result_usd"] - interest
+    out["loan_drawn_usd"] = drawn
+    out["loan_repaid_usd"] = principal
+    cash_costs = monthly["cost_usd"] - monthly["cost_depreciation_usd"]
+    out["cash_flow_usd"] = out["revenue_usd"] - cash_costs - out["capex_usd"] + drawn - principal - interest
+    out["cumulative_cash_usd"] = out.groupby("path")["cash_flow_usd"].cumsum()
+    out["served_tokens"] = monthly["served_tokens"]
+    out["cost_per_1m_tokens_usd"] = out["cogs_usd"] / (out["served_tokens"] / 1e6).where(out["served_tokens"] > 0)
+    out["subscriber_months"] = monthly["subscriber_months"]
+    out["demand_requests"] = monthly["demand_requests"]
+    out["unserved_requests"] = monthly["unserved_requests"]
+    available = monthly["gpus_available"].where(monthly["gpus_available"] > 0)
+    out["utilization"] = (monthly["busy"] / available).fillna(0.0)
+    return out
+
+
+def _financing(pnl: pd.DataFrame, financing: Financing) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Loan drawn, principal repaid and interest per row, path by path."""
+    n = len(pnl)
+    drawn = np.zeros(n)
+    principal = np.zeros(n)
+    interest = np.zeros(n)
+    if financing.share_of_capex <= 0:
+        return drawn, principal, interest
+    rate = financing.rate_per_year / 12.0
+    months = max(1, round(financing.term_years * 12))
+    for _, rows in pnl.groupby("path").indices.items():
+        capex = pnl["capex_usd"].to_numpy()[rows]
+        loans = financing.share_of_capex * capex
+        balance = np.zeros(len(rows))  # outstanding balance of the loan drawn in month i
+        paid = np.zeros(len(rows), dtype=np.int64)
+        payment = loans * rate / (1 - (1 + rate) ** -months) if rate > 0 else loans / months
+        for j in range(len(rows)):
+            active = (np.arange(len(rows)) < j) & (paid < months) & (balance > 0)
+            month_interest = balance[active] * rate
+            month_principal = np.minimum(payment[active] - month_interest, balance[active])
+            balance[active] -= month_principal
+            paid[active] += 1
+            interest[rows[j]] = month_interest.sum()
+            principal[rows[j]] = month_principal.sum()
+            balance[j] = loans[j]
+            drawn[rows[j]] = loans[j]
+    return drawn, principal, interest

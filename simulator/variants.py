@@ -1,0 +1,94 @@
+"""Named variants of a scenario, run side by side with common random numbers.
+
+A scenario's ``variants`` map names to field overrides (``{"fleet.pools[0].count": 512}``).
+Each variant is the base scenario with its overrides applied, simulated with the same seed:
+path *i* of every variant draws the same demand, failures and slips for the pools and models
+they share (streams are keyed by name), so the differences between variants come from the
+plans, not from luck. Two identical variants give identical results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simulator.api import load_scenario
+from simulator.output import staged_directory
+from simulator.results import Results
+from simulator.scenario import Scenario
+
+BASE = "base"
+
+#: Columns of the comparison table: (label, summary path).
+COMPARED = (
+    ("share_served_p50", ("quantiles", "share_served", "p50")),
+    ("first_shortfall_p50", ("first_shortfall_time", "p50")),
+    ("shortfall_probability", ("first_shortfall_time", "probability")),
+    ("cost_usd_p50", ("quantiles", "cost_usd", "p50")),
+    ("revenue_usd_p50", ("quantiles", "revenue_usd", "p50")),
+    ("gross_margin_usd_p10", ("quantiles", "gross_margin_usd", "p10")),
+    ("gross_margin_usd_p50", ("quantiles", "gross_margin_usd", "p50")),
+    ("gross_margin_pct_p50", ("quantiles", "gross_margin_pct", "p50")),
+    ("cost_per_1m_tokens_usd_p50", ("quantiles", "cost_per_1m_tokens_usd", "p50")),
+    ("utilization_p50", ("quantiles", "utilization_mean", "p50")),
+    ("payback_month_p50", ("break_even", "payback_month", "p50")),
+)
+
+
+def variant_scenarios(scenario: Scenario) -> dict[str, Scenario]:
+    """The base scenario (without variants) and each variant, validated and resolved."""
+    base = scenario.model_dump(mode="json")
+    base["variants"] = {}
+    out = {BASE: load_scenario(base)}
+    for name, overrides in scenario.variants.items():
+        out[name] = load_scenario(base, overrides)
+    return out
+
+
+@dataclass
+class VariantResults:
+    """Results of the base and every variant, and their comparison."""
+
+    results: dict[str, Results]
+
+    def summaries(self) -> dict[str, dict[str, Any]]:
+        return {name: result.summary for name, result in self.results.items()}
+
+    @property
+    def comparison(self) -> pd.DataFrame:
+        return comparison_table({name: result.summary for name, result in self.results.items()})
+
+    def save(self, directory: str | Path) -> Path:
+        """The base run's files at the top, each variant under ``variants/<name>/``, and
+        ``comparison.csv``; written atomically as one directory."""
+        with staged_directory(Path(directory)) as staging:
+            for name, result in self.results.items():
+                if name != BASE:
+                    result.write_files(staging / "variants" / name)
+            self.comparison.to_csv(staging / "comparison.csv", index=True)
+            self.results[BASE].write_files(staging)
+        return Path(directory)
+
+
+def comparison_table(summaries: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per variant with its headline figures."""
+    rows = {}
+    for name, summary in summaries.items():
+        row = {}
+        for label, path in COMPARED:
+            value: Any = summary
+            for key in path:
+                value = value.get(key) if isinstance(value, dict) else None
+            row[label] = value
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("variant")
+
+
+def simulate_variants(scenario: Scenario, **kwargs: Any) -> VariantResults:
+    """Simulate the base and every variant with the same seed and paths (common random numbers)."""
+    from simulator.montecarlo import simulate
+
+    return VariantResults({name: simulate(s, **kwargs) for name, s in variant_scenarios(scenario).items()})
