@@ -41,15 +41,20 @@ class Results:
             self.write_files(staging)
         return Path(directory)
 
-    def write_files(self, target: Path) -> None:
-        """Write this run's files into ``target`` (not atomic on its own; see :meth:`save`)."""
+    def write_files(self, target: Path, scenario: Scenario | None = None) -> None:
+        """Write this run's files into ``target`` (not atomic on its own; see :meth:`save`).
+
+        ``scenario`` replaces the one written as ``scenario.resolved.yaml`` (a variant run
+        writes the scenario with all its variants at the top).
+        """
         tables = {
             "timeseries.parquet": self.timeseries,
             "pools.parquet": self.pools,
             "models.parquet": self.models,
             "pnl.parquet": self.pnl,
         }
-        write_run_files(target, tables=tables, summary=self.summary, resolved_yaml=dump_scenario(self.scenario))
+        resolved = dump_scenario(scenario or self.scenario)
+        write_run_files(target, tables=tables, summary=self.summary, resolved_yaml=resolved)
 
     def __repr__(self) -> str:
         return f"Results(scenario={self.scenario.name!r}, paths={self.summary['paths']}, steps={self.summary['steps']})"

@@ -55,7 +55,7 @@ def run_scenario(
             name: run_scenario(variant, paths=paths, seed=seed, workers=workers, scheduler=scheduler,
                                show_progress=show_progress)
             for name, variant in variant_scenarios(scenario).items()
-        })
+        }, scenario)
     n_paths = paths or scenario.paths
     progress = Progress(
         "[progress.description]{task.description}",

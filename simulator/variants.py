@@ -53,6 +53,7 @@ class VariantResults:
     """Results of the base and every variant, and their comparison."""
 
     results: dict[str, Results]
+    scenario: Scenario | None = None  # the scenario with its variants
 
     def summaries(self) -> dict[str, dict[str, Any]]:
         return {name: result.summary for name, result in self.results.items()}
@@ -69,7 +70,7 @@ class VariantResults:
                 if name != BASE:
                     result.write_files(staging / "variants" / name)
             self.comparison.to_csv(staging / "comparison.csv", index=True)
-            self.results[BASE].write_files(staging)
+            self.results[BASE].write_files(staging, self.scenario)
         return Path(directory)
 
 
@@ -91,4 +92,5 @@ def simulate_variants(scenario: Scenario, **kwargs: Any) -> VariantResults:
     """Simulate the base and every variant with the same seed and paths (common random numbers)."""
     from simulator.montecarlo import simulate
 
-    return VariantResults({name: simulate(s, **kwargs) for name, s in variant_scenarios(scenario).items()})
+    runs = {name: simulate(s, **kwargs) for name, s in variant_scenarios(scenario).items()}
+    return VariantResults(runs, scenario)

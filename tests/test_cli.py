@@ -113,7 +113,7 @@ def test_refuses_to_replace_a_directory_that_is_not_a_run(tmp_path):
 def test_failed_write_leaves_the_earlier_run_untouched(tmp_path, monkeypatch):
     out = tmp_path / "run"
     assert _run(["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"]).exit_code == 0
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
 
     def explode(*args, **kwargs):
         raise OSError("disk full")
@@ -121,7 +121,7 @@ def test_failed_write_leaves_the_earlier_run_untouched(tmp_path, monkeypatch):
     monkeypatch.setattr(pd.DataFrame, "to_parquet", explode)
     result = CliRunner().invoke(main, ["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"])
     assert result.exit_code == 1 and "disk full" in result.stderr
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
 
 
@@ -130,7 +130,7 @@ def test_failed_write_leaves_the_earlier_run_untouched(tmp_path, monkeypatch):
 def test_interrupted_run_writes_nothing_and_keeps_the_earlier_run(tmp_path, sig):
     out = tmp_path / "run"
     assert _run(["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"]).exit_code == 0
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     proc = subprocess.Popen(
         [sys.executable, "-m", "simulator.cli", "run", str(LAUNCH), "--out", str(out),
          "--paths", "400", "--workers", "1", "-q"],
@@ -141,7 +141,7 @@ def test_interrupted_run_writes_nothing_and_keeps_the_earlier_run(tmp_path, sig)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
 
 

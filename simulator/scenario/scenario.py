@@ -10,9 +10,10 @@ the scenario's), so the resolved scenario shows every figure the simulation used
 from __future__ import annotations
 
 import copy
+import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
 from simulator.scenario.economics import Alerts, Energy, Facility, Financing, OtherCosts, Pricing
@@ -52,6 +53,12 @@ class Scenario(Frozen):
         description="Named alternatives: field overrides as {'fleet.pools[0].count': 512}",
     )
 
+    @field_validator("variants", mode="before")
+    @classmethod
+    def _plain_values(cls, value: Any) -> Any:
+        """Dates in overrides are kept as ISO text, as they are written back out."""
+        return _plain(value)
+
     @model_validator(mode="before")
     @classmethod
     def _fill_defaults(cls, data: Any) -> Any:
@@ -89,6 +96,16 @@ class Scenario(Frozen):
     def site_kw_per_gpu(self, gpu: str) -> float:
         """Power one owned GPU draws from the site at full load: TDP × server factor × PUE."""
         return self.gpu(gpu).tdp_w / 1000.0 * self.energy.server_power_factor * self.energy.pue
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, datetime.date):
+        return value.isoformat()
+    return value
 
 
 def _merge_gpu_catalog(user: Any) -> dict[str, Any] | Any:
