@@ -140,7 +140,7 @@ def pools_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: Co
     """One row per (path, step, pool)."""
     names = plan.pool_names
     n_steps, n_pools = len(times), len(names)
-    stacked = np.concatenate([r.pool_out.reshape(n_steps * n_pools, -1) for r in results])
+    stacked = np.concatenate([r.pool_out.reshape(n_steps * n_pools, K.N_POOL_COLS) for r in results])
     table: dict[str, np.ndarray] = {
         "path": np.repeat([r.path for r in results], n_steps * n_pools).astype(np.int64),
         "time": np.tile(np.repeat(times.values, n_pools), len(results)),
@@ -159,7 +159,7 @@ def models_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: C
     """One row per (path, step, served model)."""
     names = plan.model_names
     n_steps, n_models = len(times), len(names)
-    stacked = np.concatenate([r.model_out.reshape(n_steps * n_models, -1) for r in results])
+    stacked = np.concatenate([r.model_out.reshape(n_steps * n_models, K.N_MODEL_COLS) for r in results])
     table: dict[str, np.ndarray] = {
         "path": np.repeat([r.path for r in results], n_steps * n_models).astype(np.int64),
         "time": np.tile(np.repeat(times.values, n_models), len(results)),

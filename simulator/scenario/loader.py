@@ -157,8 +157,8 @@ def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
     found = exc.errors(include_url=False)
     # A misspelt key also makes the right one "missing": report the misspelling.
     error = next((e for e in found if e["type"] == "extra_forbidden"), found[0])
-    loc = _data_loc(data, error["loc"])
     kind = error["type"]
+    loc = _data_loc(data, error["loc"], kind in ("missing", "extra_forbidden"))
     if kind == "extra_forbidden":
         known = sorted(_allowed_fields(loc[:-1], data))
         guess = difflib.get_close_matches(str(loc[-1]), known, n=1)
@@ -175,7 +175,7 @@ def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
     return ScenarioError(loc, message)
 
 
-def _data_loc(data: Any, raw: tuple[Any, ...]) -> Loc:
+def _data_loc(data: Any, raw: tuple[Any, ...], names_a_key: bool) -> Loc:
     """The part of a pydantic error location that names real keys of the data.
 
     Pydantic inserts union members and discriminator tags into locations; they are skipped
@@ -187,7 +187,7 @@ def _data_loc(data: Any, raw: tuple[Any, ...]) -> Loc:
         if isinstance(node, dict) and part in node or isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
             loc.append(part)
             node = node[part]
-        elif isinstance(node, dict) and isinstance(part, str) and part == raw[-1]:
+        elif names_a_key and isinstance(node, dict) and isinstance(part, str) and part == raw[-1]:
             loc.append(part)  # a missing or unknown key
             node = None
     return tuple(loc)
