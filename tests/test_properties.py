@@ -29,17 +29,28 @@ def scenarios(draw):
     step = draw(st.sampled_from(["15min", "1h", "6h"]))
     pools = []
     for p in range(n_pools):
-        if draw(st.booleans()):
+        kind = draw(st.sampled_from(["owned", "on_demand", "reserved", "spot"]))
+        if kind == "owned":
             acquisition = {"type": "owned", "price_usd": draw(st.floats(0, 50_000)),
                            "depreciation_years": draw(st.floats(0.001, 6))}
-        else:
+        elif kind == "on_demand":
             acquisition = {"type": "on_demand", "usd_per_gpu_hour": draw(st.floats(0, 10))}
+        elif kind == "reserved":
+            acquisition = {"type": "reserved", "usd_per_gpu_hour": draw(st.floats(0, 10)),
+                           "term": f"{draw(st.integers(1, days * 24))}h"}
+        else:
+            acquisition = {"type": "spot", "usd_per_gpu_hour": draw(st.floats(0, 10)),
+                           "preemption_rate_per_gpu_hour": draw(st.floats(0, 0.2)), "replacement": "3h"}
         count = draw(st.integers(0, 40))
         changes = []
         if draw(st.booleans()):
             changes.append({"at": f"{draw(st.integers(0, days * 24))}h", "add": draw(st.integers(1, 30))})
-        pools.append({"name": f"p{p}", "gpu": draw(st.sampled_from(["H100", "a100-80gb", "L40S"])),
-                      "acquisition": acquisition, "count": count, "changes": changes})
+        pool = {"name": f"p{p}", "gpu": draw(st.sampled_from(["H100", "a100-80gb", "L40S"])),
+                "acquisition": acquisition, "count": count, "changes": changes}
+        if draw(st.booleans()):
+            pool["failures"] = {"rate_per_gpu_hour": draw(st.floats(0, 0.1)),
+                                "blast_radius": draw(st.sampled_from([1, 8])), "repair": "2h"}
+        pools.append(pool)
     models = []
     for m in range(draw(st.integers(1, 3))):
         chosen = draw(st.lists(st.integers(0, n_pools - 1), min_size=1, max_size=n_pools, unique=True))
@@ -58,6 +69,9 @@ def scenarios(draw):
                 "output_tokens": draw(st.floats(0, 2000)),
             },
         })
+        if draw(st.booleans()):
+            models[-1]["api"] = {"mode": "overflow", "input_usd_per_1m": 1.0, "output_usd_per_1m": 2.0,
+                                 "rate_limit_rps": draw(st.floats(0.1, 20))}
     return {
         "name": "generated",
         "horizon": {"start": "2026-02-03T05:00", "duration": f"{days}d", "step": step},

@@ -23,6 +23,8 @@ def failure_process(env: simpy.Environment, fleet: FleetState, pool: int, rate_p
     if rate_per_gpu_hour <= 0:
         return
     rate_per_gpu_s = rate_per_gpu_hour / 3600.0
+    if rate_per_gpu_s <= 0:
+        return
     while True:
         working = int(fleet.available[pool])
         changed = fleet.changed(pool)
