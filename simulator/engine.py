@@ -21,7 +21,7 @@ from simulator.compiled import CompiledScenario
 from simulator.demand import sample_counts
 from simulator.fleet import FleetState
 from simulator.fleet.autoscaler import autoscaler
-from simulator.fleet.failures import failure_process
+from simulator.fleet.outages import CH_DOWN, CH_POOL, OutageChannels
 from simulator.fleet.procurement import dated_order, delivery_delay, procurement_policy
 from simulator.kernels import N_MODEL_COLS, N_POOL_COLS, integrate_interval
 
@@ -58,10 +58,12 @@ def path_generator(seed: int, path: int, stream: int, *extra: int) -> np.random.
 class StepClock:
     """Integrates steps up to the current event with the fleet held fixed."""
 
-    def __init__(self, env: simpy.Environment, plan: CompiledScenario, demand: np.ndarray) -> None:
+    def __init__(self, env: simpy.Environment, plan: CompiledScenario, demand: np.ndarray,
+                 outages: OutageChannels) -> None:
         self.env = env
         self.plan = plan
         self.demand = demand
+        self.outages = outages
         self.fleet: FleetState | None = None
         self.next_step = 0
         n_pools, n_models = len(plan.pool_names), len(plan.model_names)
@@ -75,7 +77,8 @@ class StepClock:
         end = min(_first_step_at_or_after(self.env.now, self.plan.step_s), self.plan.n_steps)
         if end <= self.next_step or self.fleet is None:
             return
-        fleet, plan = self.fleet, self.plan
+        fleet, plan, outages = self.fleet, self.plan, self.outages
+        outages.prepare(self.next_step, end, fleet.installed)
         integrate_interval(
             self.next_step,
             end,
@@ -92,8 +95,8 @@ class StepClock:
             plan.slo_load,
             plan.slo_attainment,
             fleet.installed,
-            fleet.available,
-            fleet.billed,
+            fleet.failed,
+            fleet.is_spot,
             fleet.blocked,
             fleet.training,
             fleet.depreciation_usd_s,
@@ -103,6 +106,12 @@ class StepClock:
             plan.idle_kw,
             plan.usd_per_kwh,
             plan.other_usd_s,
+            outages.ints,
+            outages.floats,
+            outages.heap_time,
+            outages.heap_count,
+            outages.expo,
+            outages.repair,
             self.pool_out,
             self.model_out,
             self.other_out,
@@ -155,11 +164,28 @@ def _power_cap(env: simpy.Environment, fleet: FleetState, at_s: float, kw: float
     fleet.set_power_cap(kw)
 
 
+def _outage_channels(plan: CompiledScenario, seed: int, path: int) -> OutageChannels:
+    """Hardware failures and spot preemptions of every pool that has them."""
+    channels = []
+    for pool, info in enumerate(plan.pools):
+        if info.failures is not None:
+            failures = info.failures
+            channels.append((pool, failures.rate_per_gpu_hour, failures.blast_radius, failures.repair,
+                             path_generator(seed, path, STREAM_FAILURES, info.key)))
+        if info.spot is not None:
+            channels.append((pool, info.spot.preemption_rate_per_gpu_hour, 1, info.spot.replacement,
+                             path_generator(seed, path, STREAM_PREEMPTION, info.key)))
+    return OutageChannels(channels, plan.n_steps, plan.step_s)
+
+
 def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
     """Simulate one path of a compiled scenario."""
     env = simpy.Environment()
-    clock = StepClock(env, plan, draw_demand(plan, seed, path))
+    outages = _outage_channels(plan, seed, path)
+    clock = StepClock(env, plan, draw_demand(plan, seed, path), outages)
     fleet = FleetState(env, plan, clock.advance)
+    fleet.outage_down = outages.ints[:, CH_DOWN]
+    fleet.outage_pool = outages.ints[:, CH_POOL]
     clock.fleet = fleet
     horizon = plan.horizon_s
     for at_s, kw in plan.power_caps:
@@ -186,14 +212,6 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
             env.process(dated_order(env, fleet, pool, order.at_s, order.count, delay, on_order))
         if info.procurement is not None:
             env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
-        if info.failures is not None:
-            env.process(failure_process(env, fleet, pool, info.failures.rate_per_gpu_hour,
-                                        info.failures.blast_radius, info.failures.repair,
-                                        path_generator(seed, path, STREAM_FAILURES, info.key)))
-        if info.spot is not None:
-            env.process(failure_process(env, fleet, pool, info.spot.preemption_rate_per_gpu_hour, 1,
-                                        info.spot.replacement,
-                                        path_generator(seed, path, STREAM_PREEMPTION, info.key)))
         if info.autoscale is not None:
             env.process(autoscaler(env, fleet, plan, pool, clock, int(plan.initial_count[pool])))
     env.run(until=horizon)

@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import njit
 
+from simulator.fleet.outages import advance_outages
+
 # Per (step, pool) columns.
 POOL_INSTALLED = 0
 POOL_AVAILABLE = 1
@@ -88,8 +90,8 @@ def integrate_interval(
     slo_load,
     slo_attainment,
     installed,
-    available,
-    billed,
+    failed,
+    is_spot,
     power_blocked,
     training,
     depreciation_usd_s,
@@ -99,6 +101,12 @@ def integrate_interval(
     idle_kw,
     usd_per_kwh,
     other_usd_s,
+    outage_ints,
+    outage_floats,
+    heap_time,
+    heap_count,
+    outage_expo,
+    outage_repair,
     pool_out,
     model_out,
     other_out,
@@ -118,9 +126,11 @@ def integrate_interval(
             (API_NONE, API_OVERFLOW: unserved demand goes to it, API_ALL: all demand does).
         slo_load, slo_attainment: per model, the share of requests served within the SLO at
             each per-replica load (served / capacity of the placed replicas), increasing load.
-        installed, available, training: GPUs per pool (available excludes failed GPUs).
-        billed: GPUs per pool that the rental price is paid on (spot: available only).
+        installed, training: GPUs per pool.
+        failed: GPUs per pool down now (failures, preemptions); advanced here step by step.
+        is_spot: per pool, billed only for GPUs running (else for GPUs installed).
         power_blocked: delivered GPUs per pool waiting for site power.
+        outage_*, heap_*: the outage channels' state (:mod:`simulator.fleet.outages`).
         depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
         cloud_usd_gpu_s: rental price per installed GPU, USD per second.
         facility_usd_gpu_s: facility charge per installed GPU, USD per second.
@@ -134,10 +144,16 @@ def integrate_interval(
     n_prefs = preferences.shape[1]
     hours = step_s / 3600.0
     free = np.empty(n_pools, dtype=np.int64)
+    available = np.empty(n_pools, dtype=np.int64)
+    billed = np.empty(n_pools, dtype=np.int64)
     inference = np.empty(n_pools, dtype=np.int64)
     busy = np.empty(n_pools, dtype=np.float64)
     for k in range(k0, k1):
+        advance_outages(k * step_s, installed, failed, outage_ints, outage_floats, heap_time, heap_count,
+                        outage_expo, outage_repair)
         for p in range(n_pools):
+            available[p] = installed[p] - failed[p]
+            billed[p] = available[p] if is_spot[p] else installed[p]
             free[p] = max(available[p] - training[p], 0)
             inference[p] = 0
             busy[p] = float(min(training[p], available[p]))

@@ -11,6 +11,8 @@ import simulator
 from simulator import kernels
 from simulator.compiled import compile_scenario
 from simulator.engine import draw_demand, run_path
+from simulator.fleet.outages import OutageChannels
+from simulator.scenario.distributions import FixedDuration
 from simulator.tables import COST_COMPONENTS
 
 GROWTH = st.one_of(
@@ -135,7 +137,15 @@ def test_kernel_equals_its_python_function(data, draws):
     available = np.minimum(installed, rng.integers(0, 50, n_pools))
     training = np.minimum(available, rng.integers(0, 10, n_pools))
     depreciation = rng.uniform(0, 1, n_pools)
-    billed = np.minimum(installed, rng.integers(0, 50, n_pools))
+    is_spot = rng.random(n_pools) < 0.5
+    rates = rng.uniform(0, 0.5, n_pools)
+
+    def outage_state():
+        # Fresh outage channels (one per pool, high rates) with the same random buffers for both calls.
+        channels = OutageChannels([(p, rates[p], 2, FixedDuration(value=7200.0), np.random.default_rng(p))
+                                   for p in range(n_pools)], plan.n_steps, plan.step_s)
+        channels.prepare(0, plan.n_steps, installed)
+        return channels.ints, channels.floats, channels.heap_time, channels.heap_count, channels.expo, channels.repair
     blocked = rng.integers(0, 5, n_pools)
     n_models = len(plan.model_names)
     api_mode = rng.integers(0, 3, n_models)
@@ -149,9 +159,9 @@ def test_kernel_equals_its_python_function(data, draws):
         other_out = np.zeros(plan.n_steps)
         fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
            plan.revenue_per_request, plan.fixed_revenue, api_mode, api_limit, plan.api_cost_per_request + 1e-4,
-           plan.slo_load, plan.slo_attainment, installed, available, billed, blocked, training, depreciation,
-           plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw, plan.usd_per_kwh,
-           plan.other_usd_s, pool_out, model_out, other_out)
+           plan.slo_load, plan.slo_attainment, installed, installed - available, is_spot, blocked, training,
+           depreciation, plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw,
+           plan.usd_per_kwh, plan.other_usd_s, *outage_state(), pool_out, model_out, other_out)
         return pool_out, model_out, other_out
 
     for jitted, python in zip(call(kernels.integrate_interval), call(kernels.integrate_interval.py_func), strict=True):

@@ -1,9 +1,9 @@
 """GPUs per pool, by state, and the purchases behind them.
 
-Counts per pool: ``installed`` (in service), ``failed`` (installed but down: failures,
-spot preemptions), ``blocked`` (delivered owned GPUs waiting for site power), ``training``
-(held by training jobs). ``available = installed − failed``; rentals are billed on
-``installed`` GPUs, spot GPUs only while running (``available``).
+Counts per pool: ``installed`` (in service), ``failed`` (installed but down: failures and
+spot preemptions, advanced by the step kernel, see :mod:`simulator.fleet.outages`),
+``blocked`` (delivered owned GPUs waiting for site power), ``training`` (held by training
+jobs). ``available = installed − failed``.
 
 Every purchase of owned GPUs (the initial count, each dated addition or order) is a
 *cohort*: it is paid on delivery (capex, recorded at the delivery step), depreciates
@@ -13,8 +13,7 @@ Removals retire the oldest GPUs first, working ones before failed ones, and stop
 depreciation (they are taken as sold at net book value).
 
 Before any count or rate changes, ``before_change`` is called: that is how the step clock
-integrates the interval ending at this event with the fleet as it was during it. After a
-change, waiters on :meth:`changed` (the failure processes) wake up.
+integrates the interval ending at this event with the fleet as it was during it.
 """
 
 from __future__ import annotations
@@ -50,8 +49,7 @@ class FleetState:
         n = len(plan.pool_names)
         self.installed = np.zeros(n, dtype=np.int64)
         self.failed = np.zeros(n, dtype=np.int64)
-        self.available = np.zeros(n, dtype=np.int64)
-        self.billed = np.zeros(n, dtype=np.int64)
+        self.is_spot = plan.kind == KIND_SPOT
         self.blocked = np.zeros(n, dtype=np.int64)
         self.training = np.zeros(n, dtype=np.int64)
         self.depreciation_usd_s = np.zeros(n, dtype=np.float64)
@@ -59,12 +57,13 @@ class FleetState:
         self.power_cap_kw = np.inf
         self._cohorts: list[deque[Cohort]] = [deque() for _ in range(n)]
         self._waiting_power: list[deque[int]] = [deque() for _ in range(n)]
-        self._changed = [env.event() for _ in range(n)]
+        self.outage_down = np.zeros((0, 1), dtype=np.int64)  # set by the engine: channels' CH_DOWN view
+        self.outage_pool = np.zeros(0, dtype=np.int64)
 
     # -- queries ---------------------------------------------------------------------------
-    def changed(self, pool: int) -> simpy.Event:
-        """An event that fires at the next change of the pool's counts."""
-        return self._changed[pool]
+    @property
+    def available(self) -> np.ndarray:
+        return self.installed - self.failed
 
     def site_kw(self) -> float:
         return float(sum(self.installed[p] * self.plan.pools[p].site_kw_per_gpu for p in range(len(self.installed))))
@@ -81,14 +80,13 @@ class FleetState:
             self._install_waiting()
         else:
             self._install(pool, count)
-        self._notify(pool)
 
     def remove(self, pool: int, count: int) -> None:
         """Retire ``count`` GPUs of ``pool`` now: oldest first, working before failed."""
         self._before_change()
         count = min(count, int(self.installed[pool]))
         working = int(self.installed[pool] - self.failed[pool])
-        self.failed[pool] -= max(0, count - working)
+        self._retire_failed(pool, max(0, count - working))
         self.installed[pool] -= count
         left = count
         cohorts = self._cohorts[pool]
@@ -101,23 +99,6 @@ class FleetState:
                 cohorts.popleft()
         self._recompute(pool)
         self._install_waiting()
-        self._notify(pool)
-
-    def fail(self, pool: int, count: int) -> int:
-        """Take up to ``count`` working GPUs down now; return how many went down."""
-        self._before_change()
-        down = min(count, int(self.installed[pool] - self.failed[pool]))
-        self.failed[pool] += down
-        self._recompute(pool)
-        self._notify(pool)
-        return down
-
-    def repair(self, pool: int, count: int) -> None:
-        """Bring ``count`` failed GPUs back now (fewer if some were retired meanwhile)."""
-        self._before_change()
-        self.failed[pool] -= min(count, int(self.failed[pool]))
-        self._recompute(pool)
-        self._notify(pool)
 
     def set_power_cap(self, kw: float) -> None:
         """A new site power cap from now on; waiting deliveries are installed if they fit."""
@@ -177,15 +158,15 @@ class FleetState:
             # unless dated removals reordered things, which only matters for depreciation.
             self.remove(pool, cohort.count)
 
+    def _retire_failed(self, pool: int, count: int) -> None:
+        """Failed GPUs leave with a removal: their outage channels forget them too."""
+        self.failed[pool] -= count
+        for channel in np.flatnonzero(self.outage_pool == pool):
+            taken = min(count, int(self.outage_down[channel]))
+            self.outage_down[channel] -= taken
+            count -= taken
+
     def _recompute(self, pool: int) -> None:
-        self.available[pool] = self.installed[pool] - self.failed[pool]
-        spot = self.plan.kind[pool] == KIND_SPOT
-        self.billed[pool] = self.available[pool] if spot else self.installed[pool]
         self.depreciation_usd_s[pool] = sum(
             c.count * c.usd_per_gpu_s for c in self._cohorts[pool] if c.depreciating
         )
-
-    def _notify(self, pool: int) -> None:
-        event = self._changed[pool]
-        self._changed[pool] = self.env.event()
-        event.succeed()
