@@ -32,7 +32,6 @@ import json
 import statistics
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -42,11 +41,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import simulator  # noqa: E402
-from simulator import engine  # noqa: E402
 from simulator import kernels as K  # noqa: E402
 from simulator.compiled import compile_scenario  # noqa: E402
 from simulator.engine import run_path  # noqa: E402
-from simulator.fleet.state import FleetState  # noqa: E402
 
 TARGET_ADDED = 0.50  # failures may add at most this fraction to a path's run time
 BIG_GPUS = 16_384
@@ -81,32 +78,6 @@ def scenario_dict(gpus: int, duration: str, step: str, failures: dict | None) ->
             }
         ],
     }
-
-
-@contextmanager
-def counting():
-    """Count failures (``FleetState.fail`` calls that took GPUs down), repairs and kernel calls."""
-    counts = {"failures": 0, "repairs": 0, "kernel_calls": 0}
-    fail, repair, kernel = FleetState.fail, FleetState.repair, engine.integrate_interval
-
-    def counted_fail(self, pool, count):
-        down = fail(self, pool, count)
-        counts["failures"] += down > 0
-        return down
-
-    def counted_repair(self, pool, count):
-        counts["repairs"] += 1
-        return repair(self, pool, count)
-
-    def counted_kernel(*args):
-        counts["kernel_calls"] += 1
-        return kernel(*args)
-
-    FleetState.fail, FleetState.repair, engine.integrate_interval = counted_fail, counted_repair, counted_kernel
-    try:
-        yield counts
-    finally:
-        FleetState.fail, FleetState.repair, engine.integrate_interval = fail, repair, kernel
 
 
 def drops(result, blast_radius: int) -> tuple[int, float]:
@@ -195,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         for i, (label, gpus, failures, blast) in enumerate(variants):
             if failures is None:
                 baseline = medians[i]
-            with counting() as counts:
-                result = run_path(plans[i], args.seed, 0)
+            result = run_path(plans[i], args.seed, 0)
+            counts = {"failures": result.outages, "repairs": result.repairs, "kernel_calls": result.kernel_calls}
             n_drops, lost_per_blast = drops(result, blast) if blast else drops(result, 1)
             available = result.pool_out[:, 0, K.POOL_AVAILABLE]
             installed = result.pool_out[:, 0, K.POOL_INSTALLED]

@@ -21,9 +21,17 @@ from simulator.compiled import CompiledScenario
 from simulator.demand import sample_counts
 from simulator.fleet import FleetState
 from simulator.fleet.autoscaler import autoscaler
-from simulator.fleet.outages import CH_DOWN, CH_POOL, OutageChannels
+from simulator.fleet.outages import OutageChannels
 from simulator.fleet.procurement import dated_order, delivery_delay, procurement_policy
-from simulator.kernels import N_MODEL_COLS, N_POOL_COLS, integrate_interval
+from simulator.kernels import (
+    CH_DOWN,
+    CH_OUTAGES,
+    CH_POOL,
+    CH_REPAIRS,
+    N_MODEL_COLS,
+    N_POOL_COLS,
+    integrate_interval,
+)
 
 # Independent random streams of a path, each keyed further by a pool's or model's name:
 # a stream's draws never shift another's, and variants share them (common random numbers).
@@ -43,6 +51,9 @@ class PathResult:
     other_out: np.ndarray  # (n_steps,)
     capex: np.ndarray  # (n_steps, n_pools): purchases paid at delivery, USD
     orders: list  # (order time s, pool, GPUs, delivery time s) of policy orders
+    outages: int = 0  # failures and preemptions that took GPUs down
+    repairs: int = 0
+    kernel_calls: int = 0
 
 
 def path_generator(seed: int, path: int, stream: int, *extra: int) -> np.random.Generator:
@@ -216,4 +227,6 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
             env.process(autoscaler(env, fleet, plan, pool, clock, int(plan.initial_count[pool])))
     env.run(until=horizon)
     clock.advance()
-    return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log)
+    return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log,
+                      outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),
+                      kernel_calls=clock.kernel_calls)

@@ -14,6 +14,9 @@ Events follow the engine's rule: an outage or repair at time *t* counts from the
 starting at or after *t*. A change of the pool's size changes the rate from the last
 step boundary before it.
 
+The compiled part (``advance_outages``) lives in :mod:`simulator.kernels`, beside the step
+kernel that calls it, so that numba's on-disk cache is invalidated with it.
+
 Random numbers come from the path's NumPy generators, drawn ahead into buffers (unit
 exponentials and repair times, per channel) that :class:`OutageChannels` tops up before
 each kernel call with a wide safety margin; the kernel raises if one ever runs dry.
@@ -22,22 +25,18 @@ each kernel call with a wide safety margin; the kernel raises if one ever runs d
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-# Columns of the per-channel integer state.
-CH_POOL = 0
-CH_BLAST = 1
-CH_DOWN = 2  # GPUs this channel has down now
-CH_BASIS = 3  # working GPUs of the pool when the next outage time was drawn
-CH_EXPO = 4  # next unused unit exponential
-CH_REPAIR = 5  # next unused repair time
-CH_HEAP = 6  # pending repairs
-N_CH_INT = 7
-# Columns of the per-channel float state.
-CH_RATE = 0  # outages per working GPU per second
-CH_NEXT = 1  # time of the next outage (inf: none pending)
-CH_CLOCK = 2  # time up to which the channel has been advanced
-N_CH_FLOAT = 3
+from simulator.kernels import (
+    CH_BASIS,
+    CH_BLAST,
+    CH_EXPO,
+    CH_NEXT,
+    CH_POOL,
+    CH_RATE,
+    CH_REPAIR,
+    N_CH_FLOAT,
+    N_CH_INT,
+)
 
 
 class OutageChannels:
@@ -61,6 +60,7 @@ class OutageChannels:
         self.heap_count = np.zeros((count, 16), dtype=np.int64)
         self.expo = np.zeros((count, 0))
         self.repair = np.zeros((count, 0))
+        self._valid = {CH_EXPO: np.zeros(count, dtype=np.int64), CH_REPAIR: np.zeros(count, dtype=np.int64)}
         self.step_s = step_s
 
     def __len__(self) -> int:
@@ -72,10 +72,16 @@ class OutageChannels:
             return
         span = (k1 - k0 + 1) * self.step_s
         pools = self.ints[:, CH_POOL]
+        # Outages of a channel in the span are Poisson with mean at most `lam`; 10 standard
+        # deviations and a constant above it are never exceeded in practice.
         lam = self.floats[:, CH_RATE] * installed[pools] * span
-        need = (12 * lam + 64).astype(np.int64)
-        self.expo = self._top_up(self.expo, CH_EXPO, 4 * need, lambda c, n: self.rngs[c].exponential(1.0, n))
-        self.repair = self._top_up(self.repair, CH_REPAIR, need,
+        outages = np.ceil(lam + 10 * np.sqrt(lam) + 32).astype(np.int64)
+        # Every outage and repair of a pool redraws each of its channels once.
+        per_pool = np.bincount(pools, weights=outages, minlength=len(installed))
+        channels = np.bincount(pools, minlength=len(installed))
+        draws = (2 * per_pool[pools] * channels[pools] + 2).astype(np.int64)
+        self.expo = self._top_up(self.expo, CH_EXPO, draws, lambda c, n: self.rngs[c].exponential(1.0, n))
+        self.repair = self._top_up(self.repair, CH_REPAIR, outages,
                                    lambda c, n: np.maximum(self.repairs_dist[c].sample(self.rngs[c], n), 0.0))
         capacity = int(installed[pools].max()) + 1 if len(pools) else 1
         if capacity > self.heap_time.shape[1]:
@@ -85,15 +91,15 @@ class OutageChannels:
 
     def _top_up(self, buffer: np.ndarray, column: int, need: np.ndarray, draw) -> np.ndarray:
         used = self.ints[:, column]
-        left = np.isfinite(buffer).sum(axis=1) - used  # rows are NaN-padded at the end
-        if (left >= need).all():
+        valid = self._valid[column]  # rows are NaN-padded after their valid length
+        if (valid - used >= need).all():
             return buffer
         rows = []
         for c in range(len(self)):
-            rest = buffer[c, used[c]:]
-            rest = rest[np.isfinite(rest)]
-            fresh = draw(c, int(max(need[c], 2 * len(rest), 256)))
+            rest = buffer[c, used[c]: valid[c]]
+            fresh = draw(c, int(max(need[c], len(rest), 64)))
             rows.append(np.concatenate([rest, fresh]))
+            valid[c] = len(rows[-1])
         width = max(len(r) for r in rows)
         out = np.full((len(self), width), np.nan)
         for c, row in enumerate(rows):
@@ -106,100 +112,3 @@ def _widen(array: np.ndarray, width: int) -> np.ndarray:
     out = np.zeros((array.shape[0], width), dtype=array.dtype)
     out[:, : array.shape[1]] = array
     return out
-
-
-@njit(cache=True)
-def advance_outages(until, installed, failed, ints, floats, heap_time, heap_count, expo, repair):
-    """Process every outage and repair at or before ``until``; update ``failed`` per pool."""
-    n = ints.shape[0]
-    if n == 0:
-        return
-    for c in range(n):
-        pool = ints[c, CH_POOL]
-        if ints[c, CH_BASIS] != installed[pool] - failed[pool]:
-            # The pool changed size since the draw: redraw from where the channel stands.
-            _redraw(c, floats[c, CH_CLOCK], installed, failed, ints, floats, expo)
-    while True:
-        best = -1
-        best_time = until
-        is_repair = False
-        for c in range(n):
-            if floats[c, CH_NEXT] <= best_time:
-                best, best_time, is_repair = c, floats[c, CH_NEXT], False
-            if ints[c, CH_HEAP] > 0 and heap_time[c, 0] <= best_time:
-                best, best_time, is_repair = c, heap_time[c, 0], True
-        if best < 0:
-            for c in range(n):
-                floats[c, CH_CLOCK] = until
-            return
-        pool = ints[best, CH_POOL]
-        if is_repair:
-            count = _heap_pop(best, ints, heap_time, heap_count)
-            back = min(count, ints[best, CH_DOWN], failed[pool])
-            ints[best, CH_DOWN] -= back
-            failed[pool] -= back
-        else:
-            down = min(ints[best, CH_BLAST], installed[pool] - failed[pool])
-            if ints[best, CH_REPAIR] >= repair.shape[1] or not repair[best, ints[best, CH_REPAIR]] >= 0:
-                raise RuntimeError("outage random buffer exhausted")
-            if down > 0:
-                ints[best, CH_DOWN] += down
-                failed[pool] += down
-                _heap_push(best, best_time + repair[best, ints[best, CH_REPAIR]], down, ints, heap_time, heap_count)
-                ints[best, CH_REPAIR] += 1
-        for c in range(n):  # the pool's rate changed: redraw its channels (memoryless)
-            if ints[c, CH_POOL] == pool:
-                _redraw(c, best_time, installed, failed, ints, floats, expo)
-
-
-@njit(cache=True)
-def _redraw(c, now, installed, failed, ints, floats, expo):
-    pool = ints[c, CH_POOL]
-    working = installed[pool] - failed[pool]
-    ints[c, CH_BASIS] = working
-    if working <= 0 or floats[c, CH_RATE] <= 0.0:
-        floats[c, CH_NEXT] = np.inf
-        return
-    position = ints[c, CH_EXPO]
-    if position >= expo.shape[1] or not expo[c, position] >= 0:
-        raise RuntimeError("outage random buffer exhausted")
-    floats[c, CH_NEXT] = now + expo[c, position] / (floats[c, CH_RATE] * working)
-    ints[c, CH_EXPO] = position + 1
-
-
-@njit(cache=True)
-def _heap_push(c, time, count, ints, heap_time, heap_count):
-    j = ints[c, CH_HEAP]
-    ints[c, CH_HEAP] = j + 1
-    while j > 0:
-        parent = (j - 1) // 2
-        if heap_time[c, parent] <= time:
-            break
-        heap_time[c, j] = heap_time[c, parent]
-        heap_count[c, j] = heap_count[c, parent]
-        j = parent
-    heap_time[c, j] = time
-    heap_count[c, j] = count
-
-
-@njit(cache=True)
-def _heap_pop(c, ints, heap_time, heap_count):
-    top = heap_count[c, 0]
-    last = ints[c, CH_HEAP] - 1
-    ints[c, CH_HEAP] = last
-    time, count = heap_time[c, last], heap_count[c, last]
-    j = 0
-    while True:
-        child = 2 * j + 1
-        if child >= last:
-            break
-        if child + 1 < last and heap_time[c, child + 1] < heap_time[c, child]:
-            child += 1
-        if heap_time[c, child] >= time:
-            break
-        heap_time[c, j] = heap_time[c, child]
-        heap_count[c, j] = heap_count[c, child]
-        j = child
-    heap_time[c, j] = time
-    heap_count[c, j] = count
-    return top

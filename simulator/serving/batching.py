@@ -25,10 +25,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.serving.iteration import iteration_seconds
-
 POLICY_ROUND_ROBIN = 0
 POLICY_LEAST_OUTSTANDING = 1
+# Iteration-model kinds (first entry of a parameter vector, see simulator.serving.iteration).
+KIND_LINEAR = 0.0
+KIND_ROOFLINE = 1.0
 
 
 @njit(cache=True)
@@ -247,3 +248,22 @@ def _compose_chunked(r, running, count, prompt, prefilled, generated, chunk_now,
         context_sum += size * done + size * (size + 1) / 2.0
         kv_read += done + size
     return iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_read)
+
+
+@njit(cache=True)
+def iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_tokens_read):
+    """Duration of one iteration.
+
+    Args:
+        params: an iteration model's parameter vector.
+        prefill_tokens: prompt tokens processed in this iteration.
+        decode_requests: requests generating one token in this iteration.
+        context_sum: sum over processed tokens of their position in their sequence.
+        kv_tokens_read: tokens of KV cache read by this iteration's attention.
+    """
+    if params[0] == KIND_LINEAR:
+        return params[1] + params[2] * (prefill_tokens + decode_requests)
+    tokens = prefill_tokens + decode_requests
+    compute = params[2] * tokens + params[3] * context_sum
+    memory = params[4] + params[5] * kv_tokens_read
+    return params[1] + max(compute, memory) + params[6] + params[7] * tokens

@@ -2,7 +2,8 @@
 
 An iteration processes some prompt tokens (prefill) and one token for each decoding
 request. Two models are provided, both reduced to a parameter vector that the numba
-engine evaluates with :func:`iteration_seconds`:
+engine evaluates with :func:`simulator.serving.batching.iteration_seconds` (kept in the engine's
+file, so that numba's on-disk cache is invalidated with it):
 
 ``LinearIterationModel(base_s, per_token_s)``
     ``base_s + per_token_s × (prompt tokens prefilled + requests decoding)`` — the closed-form
@@ -25,13 +26,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
 from simulator.scenario.catalog import GpuSpec
+from simulator.serving.batching import KIND_LINEAR, KIND_ROOFLINE
 from simulator.serving.llm_catalog import LlmSpec
 
-KIND_LINEAR = 0.0
-KIND_ROOFLINE = 1.0
 _BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
 
 #: Calibrated defaults (see README "Serving fidelity").
@@ -151,22 +150,3 @@ class RooflineIterationModel:
 
 
 IterationModel = LinearIterationModel | RooflineIterationModel
-
-
-@njit(cache=True)
-def iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_tokens_read):
-    """Duration of one iteration.
-
-    Args:
-        params: an iteration model's parameter vector.
-        prefill_tokens: prompt tokens processed in this iteration.
-        decode_requests: requests generating one token in this iteration.
-        context_sum: sum over processed tokens of their position in their sequence.
-        kv_tokens_read: tokens of KV cache read by this iteration's attention.
-    """
-    if params[0] == KIND_LINEAR:
-        return params[1] + params[2] * (prefill_tokens + decode_requests)
-    tokens = prefill_tokens + decode_requests
-    compute = params[2] * tokens + params[3] * context_sum
-    memory = params[4] + params[5] * kv_tokens_read
-    return params[1] + max(compute, memory) + params[6] + params[7] * tokens
