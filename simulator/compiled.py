@@ -24,6 +24,8 @@ from simulator.scenario.fleet import (
     Reserved,
     Spot,
 )
+from simulator.scenario.training import LaunchAfter
+from simulator.training.plan import training_jobs, training_streams
 from simulator.units import SECONDS_PER_MONTH, SECONDS_PER_YEAR
 
 KIND_OWNED, KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT = 0, 1, 2, 3
@@ -114,6 +116,17 @@ class CompiledScenario:
     expected_demand: np.ndarray  # (n_steps, n_models) expected requests per step
     noise: tuple[str, ...]
     tokens_per_request: np.ndarray  # input + output tokens, per model
+    # Training.
+    inference_need: np.ndarray  # (n_steps, n_pools): expected GPUs the models preferring a pool need
+    training_mode: tuple[str, ...]
+    training_partition: np.ndarray  # int64: dedicated training GPUs per pool
+    training_policy: str
+    training_review_s: float
+    jobs: tuple  # JobSpec
+    job_streams: tuple  # StreamSpec
+    launches: tuple[tuple[int, str, float], ...]  # (model, job name, delay s)
+    demands: tuple  # the models' Demand, to recompute a launch that waits on a job
+    horizon: object
     # Scalars.
     usd_per_kwh: float
     other_usd_s: float
@@ -204,9 +217,35 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         tokens_per_request=np.array(
             [model.demand.input_tokens + model.demand.output_tokens for model in models], dtype=np.float64
         ),
+        inference_need=_inference_need(demand, preferences, models, horizon.step_s, len(pools)),
+        training_mode=tuple(pool.training.mode for pool in pools),
+        training_partition=np.array(
+            [pool.training.partition_gpus if pool.training.mode == "dedicated" else 0 for pool in pools], dtype=np.int64
+        ),
+        training_policy=scenario.training.policy,
+        training_review_s=max(scenario.training.review_every, horizon.step_s),
+        jobs=training_jobs(scenario, index),
+        job_streams=training_streams(scenario, index),
+        launches=tuple(
+            (m, model.demand.start.after_job, model.demand.start.delay)
+            for m, model in enumerate(models) if isinstance(model.demand.start, LaunchAfter)
+        ),
+        demands=tuple(model.demand for model in models),
+        horizon=horizon,
         usd_per_kwh=energy.usd_per_kwh,
         other_usd_s=scenario.other_costs.usd_per_month / SECONDS_PER_MONTH,
     )
+
+
+def _inference_need(demand: np.ndarray, preferences: np.ndarray, models, step_s: float, n_pools: int) -> np.ndarray:
+    """GPUs per step the models need on their first-choice pools, from expected demand."""
+    need = np.zeros((demand.shape[0], n_pools))
+    for m, model in enumerate(models):
+        if preferences[m, 0] < 0 or not model.capacity_rps:
+            continue
+        per_step = model.capacity_rps * step_s
+        need[:, preferences[m, 0]] += np.ceil(demand[:, m] / per_step * (1 - 1e-12)) * model.gpus_per_replica
+    return need
 
 
 def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:

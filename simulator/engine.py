@@ -12,7 +12,7 @@ The engine knows no YAML and no files: it takes a :class:`CompiledScenario` and 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import simpy
@@ -32,6 +32,7 @@ from simulator.kernels import (
     N_POOL_COLS,
     integrate_interval,
 )
+from simulator.training.runtime import start_training
 
 # Independent random streams of a path, each keyed further by a pool's or model's name:
 # a stream's draws never shift another's, and variants share them (common random numbers).
@@ -39,6 +40,7 @@ STREAM_DEMAND = 0
 STREAM_FAILURES = 1
 STREAM_PREEMPTION = 2
 STREAM_ORDERS = 3
+STREAM_TRAINING = 4
 
 
 @dataclass
@@ -51,6 +53,9 @@ class PathResult:
     other_out: np.ndarray  # (n_steps,)
     capex: np.ndarray  # (n_steps, n_pools): purchases paid at delivery, USD
     orders: list  # (order time s, pool, GPUs, delivery time s) of policy orders
+    training_queued: np.ndarray | None = None  # (n_steps,) jobs waiting
+    training_running: np.ndarray | None = None  # (n_steps,) jobs running
+    jobs: list = field(default_factory=list)  # simulator.training.jobs.Job
     outages: int = 0  # failures and preemptions that took GPUs down
     repairs: int = 0
     kernel_calls: int = 0
@@ -110,6 +115,7 @@ class StepClock:
             fleet.is_spot,
             fleet.blocked,
             fleet.training,
+            fleet.training_floor,
             fleet.depreciation_usd_s,
             plan.cloud_usd_gpu_s,
             plan.facility_usd_gpu_s,
@@ -225,8 +231,11 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
             env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
         if info.autoscale is not None:
             env.process(autoscaler(env, fleet, plan, pool, clock, int(plan.initial_count[pool])))
+    training = start_training(env, fleet, clock, plan, lambda stream, key: path_generator(seed, path, stream, key))
     env.run(until=horizon)
     clock.advance()
+    queued, running = training.per_step(plan.n_steps, plan.step_s)
     return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log,
+                      training_queued=queued, training_running=running, jobs=training.jobs,
                       outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),
                       kernel_calls=clock.kernel_calls)

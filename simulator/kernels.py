@@ -112,6 +112,7 @@ def integrate_interval(
     is_spot,
     power_blocked,
     training,
+    training_floor,
     depreciation_usd_s,
     cloud_usd_gpu_s,
     facility_usd_gpu_s,
@@ -148,6 +149,7 @@ def integrate_interval(
         failed: GPUs per pool down now (failures, preemptions); advanced here step by step.
         is_spot: per pool, billed only for GPUs running (else for GPUs installed).
         power_blocked: delivered GPUs per pool waiting for site power.
+        training_floor: GPUs per pool kept from inference for training (a dedicated partition).
         outage_*, heap_*: the outage channels' state (:mod:`simulator.fleet.outages`).
         depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
         cloud_usd_gpu_s: rental price per installed GPU, USD per second.
@@ -172,7 +174,7 @@ def integrate_interval(
         for p in range(n_pools):
             available[p] = installed[p] - failed[p]
             billed[p] = available[p] if is_spot[p] else installed[p]
-            free[p] = max(available[p] - training[p], 0)
+            free[p] = max(available[p] - max(training[p], training_floor[p]), 0)
             inference[p] = 0
             busy[p] = float(min(training[p], available[p]))
         for m in range(n_models):

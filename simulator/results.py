@@ -19,7 +19,7 @@ from simulator.engine import PathResult
 from simulator.output import staged_directory, write_run_files
 from simulator.scenario import Scenario, dump_scenario
 from simulator.summary import summarize
-from simulator.tables import models_table, pools_table, timeseries_table
+from simulator.tables import jobs_table, models_table, pools_table, timeseries_table
 
 
 class Results:
@@ -32,8 +32,9 @@ class Results:
         self.timeseries: pd.DataFrame = timeseries_table(ordered, times, plan)
         self.pools: pd.DataFrame = pools_table(ordered, times, plan)
         self.models: pd.DataFrame = models_table(ordered, times, plan)
+        self.jobs: pd.DataFrame = jobs_table(ordered, scenario.horizon.start, plan)
         self.pnl: pd.DataFrame = monthly_pnl(self.timeseries, scenario.financing, scenario.horizon.step_s)
-        self.summary: dict[str, Any] = summarize(scenario, self.timeseries, self.pnl)
+        self.summary: dict[str, Any] = summarize(scenario, self.timeseries, self.pnl, self.jobs)
 
     def save(self, directory: str | Path) -> Path:
         """Write the run directory atomically; an earlier one at that path is replaced whole."""
@@ -53,6 +54,8 @@ class Results:
             "models.parquet": self.models,
             "pnl.parquet": self.pnl,
         }
+        if len(self.jobs):
+            tables["jobs.parquet"] = self.jobs
         resolved = dump_scenario(scenario or self.scenario)
         write_run_files(target, tables=tables, summary=self.summary, resolved_yaml=resolved)
 

@@ -61,7 +61,7 @@ def path_totals(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
     return totals
 
 
-def summarize(scenario: Scenario, timeseries: pd.DataFrame, pnl: pd.DataFrame) -> dict[str, Any]:
+def summarize(scenario: Scenario, timeseries: pd.DataFrame, pnl: pd.DataFrame, jobs: pd.DataFrame) -> dict[str, Any]:
     """The content of ``summary.json``."""
     horizon = scenario.horizon
     totals = path_totals(timeseries, horizon.step_s).join(_unit_economics(pnl))
@@ -83,6 +83,7 @@ def summarize(scenario: Scenario, timeseries: pd.DataFrame, pnl: pd.DataFrame) -
                                  ("operating_result_positive_month", "operating_result_usd"))
         } | {"payback_month": first_shortfall_quantiles(_payback_month(pnl))},
         "alerts": summarize_alerts(pnl, scenario.alerts, first_shortfall_quantiles),
+        "training": training_summary(jobs, {job.name for job in scenario.training.jobs}),
         "per_path": [
             {
                 "path": int(path),
@@ -93,6 +94,30 @@ def summarize(scenario: Scenario, timeseries: pd.DataFrame, pnl: pd.DataFrame) -
         ],
     }
     return summary
+
+
+def training_summary(jobs: pd.DataFrame, named: set[str]) -> dict[str, Any] | None:
+    """Waits (pooled over paths), goodput per path, and each named job's completion date."""
+    if not len(jobs):
+        return None
+    waits = jobs["wait_s"].dropna().to_numpy()
+    per_path = jobs.groupby("path")[["useful_gpu_hours", "held_gpu_hours"]].sum()
+    goodput = per_path["useful_gpu_hours"] / per_path["held_gpu_hours"].where(per_path["held_gpu_hours"] > 0)
+    completion = {}
+    for name in sorted(named):
+        ends = jobs.loc[jobs["job"] == name].set_index("path")["end_time"]
+        completion[name] = first_shortfall_quantiles(ends)
+    return {
+        "jobs": int(len(jobs)),
+        "jobs_started_share": float(jobs["start_time"].notna().mean()),
+        "jobs_completed_share": float(jobs["end_time"].notna().mean()),
+        "wait_s": {f"p{p}": float(np.percentile(waits, p)) if len(waits) else None for p in (50, 90, 99)}
+        | {"mean": float(waits.mean()) if len(waits) else None},
+        "goodput": _quantiles(goodput),
+        "preemptions_per_job": float(jobs["preemptions"].mean()),
+        "interruptions_per_job": float(jobs["interruptions"].mean()),
+        "completion_time": completion,
+    }
 
 
 def _unit_economics(pnl: pd.DataFrame) -> pd.DataFrame:

@@ -115,9 +115,8 @@ def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex, pla
     table["cogs_usd"] = table["cost_usd"] - table["rnd_compute_usd"]
     table["revenue_usd"] = model[:, K.MODEL_REVENUE]
     table["gross_margin_usd"] = table["revenue_usd"] - table["cogs_usd"]
-    rows = len(table["path"])
-    table["training_jobs_queued"] = np.zeros(rows, dtype=np.int64)
-    table["training_jobs_running"] = np.zeros(rows, dtype=np.int64)
+    table["training_jobs_queued"] = np.concatenate([r.training_queued for r in results]).astype(np.int64)
+    table["training_jobs_running"] = np.concatenate([r.training_running for r in results]).astype(np.int64)
     # Beyond the contract: where the money and the GPUs went.
     for tier, kind in _TIERS.items():
         table[f"cost_cloud_{tier}_usd"] = np.concatenate(
@@ -170,3 +169,25 @@ def models_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: C
     table["subscribers"] = np.tile(plan.subscribers.reshape(-1), len(results))
     del table["slo_met_requests"]
     return _frame(table, "model", names, n_steps * len(results))
+
+
+def jobs_table(results: Sequence[PathResult], start: pd.Timestamp, plan: CompiledScenario) -> pd.DataFrame:
+    """One row per (path, training job); times null for a job that did not start or finish."""
+    rows = []
+    for result in results:
+        for job in result.jobs:
+            started = job.start_s is not None
+            held = job.held_gpu_s + ((plan.horizon_s - job.running_since) * job.gpus if job.running else 0.0)
+            rows.append((result.path, job.name, plan.pool_names[job.pool], job.submit_s, job.start_s, job.end_s,
+                         job.gpus, job.priority, (job.start_s - job.submit_s) if started else np.nan,
+                         job.preemptions, job.interruptions, job.work_s, job.done_s, held))
+    columns = ["path", "job", "pool", "submit_s", "start_s", "end_s", "gpus", "priority", "wait_s",
+               "preemptions", "interruptions", "work_s", "done_s", "held_gpu_s"]
+    frame = pd.DataFrame(rows, columns=columns)
+    for name in ("submit", "start", "end"):
+        frame[f"{name}_time"] = start + pd.to_timedelta(frame.pop(f"{name}_s").astype(float), unit="s")
+    frame["useful_gpu_hours"] = frame["done_s"] * frame["gpus"] / 3600.0
+    frame["held_gpu_hours"] = frame.pop("held_gpu_s") / 3600.0
+    ordered = ["path", "job", "pool", "submit_time", "start_time", "end_time", "gpus", "wait_s", "preemptions",
+               "interruptions", "priority", "work_s", "done_s", "useful_gpu_hours", "held_gpu_hours"]
+    return frame[ordered]

@@ -21,6 +21,7 @@ from simulator.scenario.demand import (
     PiecewiseGrowth,
 )
 from simulator.scenario.horizon import Horizon
+from simulator.scenario.training import LaunchAfter
 from simulator.units import SECONDS_PER_DAY, SECONDS_PER_MONTH
 
 _WEEK = 7 * SECONDS_PER_DAY
@@ -34,21 +35,22 @@ def expected_rate(demand: Demand, horizon: Horizon, seconds: np.ndarray) -> np.n
     return np.where(seconds >= launch, rate, 0.0)
 
 
-def expected_counts(demand: Demand, horizon: Horizon) -> np.ndarray:
-    """Expected requests in each step of the horizon."""
+def expected_counts(demand: Demand, horizon: Horizon, launch_s: float | None = None) -> np.ndarray:
+    """Expected requests in each step of the horizon (``launch_s`` overrides the start)."""
     step = horizon.step_s
     starts = np.arange(horizon.n_steps, dtype=np.float64) * step
     mids = starts + step / 2
-    launch = _launch_offset(demand, horizon)
+    launch = _launch_offset(demand, horizon) if launch_s is None else launch_s
     level = _level_integral(demand, horizon, starts, launch)
     counts = level * _seasonal(demand, horizon, mids, width=step)
     return np.maximum(counts, 0.0)
 
 
-def expected_level_counts(demand: Demand, horizon: Horizon) -> np.ndarray:
+def expected_level_counts(demand: Demand, horizon: Horizon, launch_s: float | None = None) -> np.ndarray:
     """Expected requests in each step without seasonality (base × growth integrated)."""
     starts = np.arange(horizon.n_steps, dtype=np.float64) * horizon.step_s
-    return np.maximum(_level_integral(demand, horizon, starts, _launch_offset(demand, horizon)), 0.0)
+    launch = _launch_offset(demand, horizon) if launch_s is None else launch_s
+    return np.maximum(_level_integral(demand, horizon, starts, launch), 0.0)
 
 
 def sample_counts(expected: np.ndarray, noise: str, rng: np.random.Generator) -> np.ndarray:
@@ -59,7 +61,12 @@ def sample_counts(expected: np.ndarray, noise: str, rng: np.random.Generator) ->
 
 
 def _launch_offset(demand: Demand, horizon: Horizon) -> float:
-    return -np.inf if demand.start is None else horizon.offset_of(demand.start)
+    """Seconds from the start to the launch; +inf while it waits on a training job."""
+    if demand.start is None:
+        return -np.inf
+    if isinstance(demand.start, LaunchAfter):
+        return np.inf
+    return horizon.offset_of(demand.start)
 
 
 def _months_since(seconds: np.ndarray, launch: float) -> np.ndarray:
@@ -95,6 +102,8 @@ def _level_integral(
     """``∫ base × growth dt`` over each step, exact where a closed form exists."""
     step = horizon.step_s
     growth = demand.growth
+    if launch == np.inf:  # not launched (yet)
+        return np.zeros_like(starts)
     lo = np.maximum(starts, launch) if np.isfinite(launch) else starts
     hi = starts + step
     width = np.maximum(hi - lo, 0.0)

@@ -33,21 +33,11 @@ def dated_order(env: simpy.Environment, fleet: FleetState, pool: int, at_s: floa
     fleet.deliver(pool, count)
 
 
-def needed_gpus(plan: CompiledScenario, pool: int) -> np.ndarray:
-    """GPUs needed per step by the models whose first choice is ``pool`` (expected demand)."""
-    need = np.zeros(plan.n_steps)
-    for m in range(len(plan.model_names)):
-        if plan.preferences[m, 0] == pool and plan.capacity_per_step[m] > 0:
-            replicas = np.ceil(plan.expected_demand[:, m] / plan.capacity_per_step[m] * (1 - 1e-12))
-            need += replicas * plan.gpus_per_replica[m]
-    return need
-
-
 def procurement_policy(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario, pool: int,
                        rng: np.random.Generator, on_order: np.ndarray, orders_log: list):
     """Review the pool periodically and order when projected utilization passes the threshold."""
     policy = plan.pools[pool].procurement
-    need = needed_gpus(plan, pool)
+    need = plan.inference_need[:, pool]
     window = max(1, int(math.ceil(policy.lookahead / plan.step_s)))
     placed = 0
     while policy.max_orders is None or placed < policy.max_orders:

@@ -52,6 +52,7 @@ class FleetState:
         self.is_spot = plan.kind == KIND_SPOT
         self.blocked = np.zeros(n, dtype=np.int64)
         self.training = np.zeros(n, dtype=np.int64)
+        self.training_floor = np.zeros(n, dtype=np.int64)  # GPUs kept from inference (dedicated)
         self.depreciation_usd_s = np.zeros(n, dtype=np.float64)
         self.capex = np.zeros((plan.n_steps, n), dtype=np.float64)
         self.power_cap_kw = np.inf
@@ -99,6 +100,11 @@ class FleetState:
                 cohorts.popleft()
         self._recompute(pool)
         self._install_waiting()
+
+    def set_training(self, pool: int, gpus: int) -> None:
+        """Training jobs hold ``gpus`` GPUs of ``pool`` from now on."""
+        self._before_change()
+        self.training[pool] = gpus
 
     def set_power_cap(self, kw: float) -> None:
         """A new site power cap from now on; waiting deliveries are installed if they fit."""

@@ -15,6 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from simulator.scenario.training import LaunchAfter
 from simulator.scenario.types import Fraction, Frozen, NonNegative, Positive, When
 
 
@@ -139,7 +140,9 @@ class Demand(Frozen):
     base_rps: NonNegative | None = Field(
         default=None, description="Mean requests per second at the start (not with piecewise)"
     )
-    start: When | None = Field(default=None, description="Launch: no demand before this")
+    start: When | LaunchAfter | None = Field(
+        default=None, description="Launch: no demand before this date, or until a training job is done"
+    )
     growth: Growth = Field(default_factory=ConstantGrowth)
     seasonality: Seasonality = Field(default_factory=Seasonality)
     noise: Literal["poisson", "none"] = "poisson"

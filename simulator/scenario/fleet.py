@@ -25,6 +25,7 @@ from simulator.scenario.distributions import (
     FixedDuration,
     duration_distribution,
 )
+from simulator.scenario.training import PoolTraining
 from simulator.scenario.types import Duration, Frozen, NonNegative, When
 
 
@@ -166,6 +167,7 @@ class Pool(Frozen):
     orders: list[Order] = Field(default_factory=list)
     procurement: Procurement | None = None
     failures: Failures | None = Field(default=None, description="Default: the scenario's 'failures'")
+    training: PoolTraining = Field(default_factory=PoolTraining)
 
     @property
     def owned(self) -> bool:

@@ -21,6 +21,7 @@ from simulator.scenario.errors import ScenarioError
 from simulator.scenario.fleet import Failures, Fleet, OnDemand, Owned, Power, Reserved
 from simulator.scenario.horizon import Horizon
 from simulator.scenario.served import ServedModel
+from simulator.scenario.training import LaunchAfter, Training
 from simulator.scenario.types import Frozen
 
 
@@ -48,6 +49,7 @@ class Scenario(Frozen):
     power: Power = Field(default_factory=Power)
     financing: Financing = Field(default_factory=Financing)
     alerts: Alerts = Field(default_factory=Alerts)
+    training: Training = Field(default_factory=Training)
     variants: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Named alternatives: field overrides as {'fleet.pools[0].count': 512}",
@@ -159,6 +161,7 @@ def check_references(scenario: Scenario) -> None:
         _check_changes(scenario, index)
         _check_acquisition(scenario, index)
     _check_power(scenario)
+    _check_training(scenario, pool_names)
     model_names = [model.name for model in scenario.models]
     for index, model in enumerate(scenario.models):
         if model_names.index(model.name) != index:
@@ -171,6 +174,11 @@ def check_references(scenario: Scenario) -> None:
                 )
         if len(set(model.pools)) != len(model.pools):
             raise ScenarioError(("models", index, "pools"), "a pool is listed twice")
+        start = model.demand.start
+        if isinstance(start, LaunchAfter) and start.after_job not in {job.name for job in scenario.training.jobs}:
+            known = ", ".join(job.name for job in scenario.training.jobs) or "none defined"
+            raise ScenarioError(("models", index, "demand", "start", "after_job"),
+                                f"unknown training job {start.after_job!r}; jobs: {known}")
         serving = model.serving
         if serving is not None and model.gpus_per_replica != serving.tp:
             raise ScenarioError(
@@ -205,6 +213,44 @@ def _check_acquisition(scenario: Scenario, index: int) -> None:
     for slot, order in enumerate(pool.orders):
         if horizon.offset_of(order.at) < 0:
             raise ScenarioError(("fleet", "pools", index, "orders", slot, "at"), "is before the start of the horizon")
+
+
+def _most_gpus(scenario: Scenario, index: int) -> int:
+    """The most GPUs a pool can ever hold for a training job."""
+    pool = scenario.fleet.pools[index]
+    if pool.training.mode == "dedicated":
+        return pool.training.partition_gpus
+    total = pool.count + sum(c.add or 0 for c in pool.changes) + sum(o.count for o in pool.orders)
+    if isinstance(pool.acquisition, OnDemand) and pool.acquisition.max_count is not None:
+        total = max(total, pool.acquisition.max_count)
+    if pool.procurement is not None:
+        return 10**12  # a policy can order without bound
+    return total
+
+
+def _check_training(scenario: Scenario, pool_names: list[str]) -> None:
+    training = scenario.training
+    names = [job.name for job in training.jobs]
+    for kind, entries in (("jobs", training.jobs), ("streams", training.streams), ("traces", training.traces)):
+        for slot, entry in enumerate(entries):
+            loc = ("training", kind, slot)
+            if entry.pool not in pool_names:
+                known = ", ".join(pool_names) or "none defined"
+                raise ScenarioError((*loc, "pool"), f"unknown pool {entry.pool!r}; pools: {known}")
+            most = _most_gpus(scenario, pool_names.index(entry.pool))
+            sizes = [entry.gpus] if kind == "jobs" else (
+                [g for _, g, _ in entry.rows] if kind == "traces" else
+                ([entry.gpus] if isinstance(entry.gpus, int) else entry.gpus.choices))
+            if max(sizes, default=0) > most:
+                raise ScenarioError((*loc, "gpus"),
+                                    f"needs {max(sizes):,} GPUs but pool {entry.pool!r} never has more than {most:,}")
+            if kind == "jobs" and names.index(entry.name) != slot:
+                raise ScenarioError((*loc, "name"), f"duplicate job name {entry.name!r}")
+    for index, pool in enumerate(scenario.fleet.pools):
+        if pool.training.mode == "dedicated" and pool.training.partition_gpus > pool.count + sum(
+                c.add or 0 for c in pool.changes) + sum(o.count for o in pool.orders):
+            raise ScenarioError(("fleet", "pools", index, "training", "partition_gpus"),
+                                "is larger than the pool ever is")
 
 
 def _check_power(scenario: Scenario) -> None:

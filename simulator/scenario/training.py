@@ -1,0 +1,174 @@
+"""Training jobs on the fleet: explicit jobs, stochastic streams, traces, and how pools share.
+
+A job needs ``gpus`` GPUs of one pool at once (gang scheduling) for ``duration`` of work —
+or for ``6·N·D / (gpus × peak FLOP/s × MFU)`` when given as ``params`` N and ``tokens`` D (or
+``flops``). It writes a checkpoint every ``checkpoint_interval`` of work (taking
+``checkpoint_time``); an interruption — a failure of one of its GPUs, or preemption by
+inference — loses the work since the last checkpoint, and every restart costs
+``restart_time``.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, ValidationInfo, field_validator, model_validator
+
+from simulator.scenario.distributions import DurationDistribution, duration_distribution
+from simulator.scenario.types import Duration, Frozen, NonNegative, Positive, When
+
+
+class Checkpointing(Frozen):
+    """How a job protects its progress."""
+
+    checkpoint_interval: Duration | None = Field(
+        default=None, description="Work between two checkpoints (none: progress is lost on interruption)"
+    )
+    checkpoint_time: Duration = Field(default=0.0, description="Wall time to write one checkpoint")
+    restart_time: Duration = Field(default=0.0, description="Wall time to restart after an interruption")
+    failure_rate_per_gpu_hour: NonNegative | None = Field(
+        default=None, description="Interruptions per GPU-hour (default: the pool's failure rate)"
+    )
+
+    @field_validator("checkpoint_interval")
+    @classmethod
+    def _positive(cls, value: float | None) -> float | None:
+        if value is not None and value <= 0:
+            raise ValueError("must be positive (leave it out for no checkpoints)")
+        return value
+
+
+class TrainingJob(Checkpointing):
+    """One job, given explicitly."""
+
+    name: Annotated[str, Field(min_length=1, max_length=120)]
+    pool: str
+    gpus: Annotated[int, Field(ge=1)]
+    submit: When = 0.0
+    priority: int = 0
+    duration: Duration | None = Field(default=None, description="Work at full speed")
+    flops: Positive | None = Field(default=None, description="Total training FLOPs")
+    params: Positive | None = Field(default=None, description="Parameters N (FLOPs = 6·N·D)")
+    tokens: Positive | None = Field(default=None, description="Training tokens D")
+    mfu: Annotated[float, Field(gt=0, le=1)] = Field(default=0.375, description="Model FLOPs utilization")
+    dtype: Literal["bf16", "fp8"] = "bf16"
+
+    @model_validator(mode="after")
+    def _size(self) -> TrainingJob:
+        given = [self.duration is not None, self.flops is not None, self.params is not None or self.tokens is not None]
+        if sum(given) != 1:
+            raise ValueError("give exactly one of 'duration', 'flops', or 'params' with 'tokens'")
+        if (self.params is None) != (self.tokens is None):
+            raise ValueError("'params' and 'tokens' go together (FLOPs = 6·N·D)")
+        return self
+
+    @property
+    def total_flops(self) -> float | None:
+        if self.flops is not None:
+            return self.flops
+        if self.params is not None and self.tokens is not None:
+            return 6.0 * self.params * self.tokens
+        return None
+
+
+class GpuChoice(Frozen):
+    """Job sizes drawn from weighted choices."""
+
+    choices: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)]
+    weights: list[NonNegative] | None = None
+
+    @model_validator(mode="after")
+    def _weights(self) -> GpuChoice:
+        if self.weights is not None and (len(self.weights) != len(self.choices) or sum(self.weights) <= 0):
+            raise ValueError("'weights' must match 'choices' and not all be zero")
+        return self
+
+
+class JobStream(Checkpointing):
+    """Jobs arriving as a Poisson stream, with random sizes and durations."""
+
+    name: Annotated[str, Field(min_length=1, max_length=80)]
+    pool: str
+    arrivals_per_hour: Positive
+    gpus: int | GpuChoice = 1
+    duration: DurationDistribution
+    start: When = 0.0
+    end: When | None = None
+    priority: int = 0
+
+    _shorthand = field_validator("duration", mode="before")(lambda cls, v: duration_distribution(v))
+
+
+class JobTrace(Checkpointing):
+    """Jobs replayed from a CSV with columns ``submit_time,gpus,duration`` (a path relative to
+    the scenario; ``submit_time`` a date or an offset, ``duration`` readable)."""
+
+    name: Annotated[str, Field(min_length=1, max_length=80)]
+    pool: str
+    csv: str
+    rows: list[tuple[When, Annotated[int, Field(ge=1)], Duration]] = Field(
+        default_factory=list, description="Filled from the CSV: (submit time, GPUs, duration)"
+    )
+    priority: int = 0
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read(cls, data: object, info: ValidationInfo) -> object:
+        if not isinstance(data, dict) or not data.get("csv") or data.get("rows"):
+            return data
+        path = Path((info.context or {}).get("base_dir", ".")) / str(data["csv"])
+        return {**data, "rows": _read_job_csv(path)}
+
+
+def _read_job_csv(path: Path) -> list[tuple[str, int, str]]:
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
+    if not rows or [c.strip() for c in rows[0][:3]] != ["submit_time", "gpus", "duration"]:
+        raise ValueError(f"{path} line 1: expected the header 'submit_time,gpus,duration'")
+    out = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or not "".join(row).strip():
+            continue
+        try:
+            out.append((row[0].strip(), int(row[1]), row[2].strip()))
+        except (ValueError, IndexError):
+            raise ValueError(f"{path} line {number}: expected 'submit_time,gpus,duration'") from None
+    return out
+
+
+class PoolTraining(Frozen):
+    """How a pool shares its GPUs between inference and training.
+
+    ``leftover``: training starts on GPUs inference does not need and keeps them until done.
+    ``preempt``: the same, but when inference needs them back, running jobs are preempted
+    (lowest priority, latest started first) and requeued. ``dedicated``: a partition of
+    ``partition_gpus`` GPUs serves training only.
+    """
+
+    mode: Literal["leftover", "preempt", "dedicated"] = "leftover"
+    partition_gpus: Annotated[int, Field(ge=0)] = 0
+
+
+class Training(Frozen):
+    """All training jobs and how they are scheduled."""
+
+    policy: Literal["fifo", "priority", "shortest_first", "easy_backfill"] = "fifo"
+    review_every: Duration = Field(default=3600.0, description="How often queues re-check for room")
+    jobs: list[TrainingJob] = Field(default_factory=list)
+    streams: list[JobStream] = Field(default_factory=list)
+    traces: list[JobTrace] = Field(default_factory=list)
+
+
+class LaunchAfter(Frozen):
+    """A demand that starts ``delay`` after the named training job completes."""
+
+    after_job: str
+    delay: Duration = 0.0
+
+
+__all__ = ["JobStream", "JobTrace", "LaunchAfter", "PoolTraining", "Training", "TrainingJob"]

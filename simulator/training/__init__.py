@@ -1,0 +1,1 @@
+"""Training jobs sharing the fleet with inference: sources, scheduling policies, jobs."""

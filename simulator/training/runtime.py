@@ -1,0 +1,60 @@
+"""Wire a path's training onto the engine: schedulers, jobs, and launches that wait on jobs."""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from simulator.demand import expected_counts, sample_counts
+from simulator.training.policies import POLICIES
+from simulator.training.scheduler import Cluster, PoolScheduler, TrainingLog
+from simulator.training.sources import make_jobs, stream_jobs, submitter
+
+
+def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> TrainingLog:
+    """Create the pools' schedulers and submit the path's jobs; return the log to read at the end.
+
+    ``generator(stream, key)`` gives the path's generator for a random stream and key.
+    """
+    from simulator.engine import STREAM_DEMAND, STREAM_TRAINING
+
+    log = TrainingLog()
+    for pool, floor in enumerate(plan.training_partition):
+        fleet.training_floor[pool] = floor
+    specs = list(plan.jobs)
+    for stream in plan.job_streams:
+        specs.extend(stream_jobs(stream, generator(STREAM_TRAINING, stream.key)))
+    if not specs:
+        return log
+    jobs = make_jobs(specs)
+    log.jobs = jobs
+    cluster = Cluster(env, log)
+    policy = POLICIES[plan.training_policy]
+    rng = generator(STREAM_TRAINING, 0)
+    schedulers = [
+        PoolScheduler(env, cluster, fleet, pool, policy, plan.training_mode[pool], int(plan.training_partition[pool]),
+                      plan.inference_need[:, pool], plan.step_s, rng)
+        for pool in range(len(plan.pool_names))
+    ]
+    used = {job.pool for job in jobs}
+    for pool in used:
+        if plan.training_mode[pool] != "dedicated":
+            env.process(schedulers[pool].review(plan.training_review_s))
+    by_name = {job.name: job for job in jobs}
+    for model, job_name, delay in plan.launches:
+        job = by_name[job_name]
+        job.finished = job.finished or env.event()
+        env.process(_launch_after(env, clock, plan, model, job, delay, generator(STREAM_DEMAND, plan.model_keys[model])))
+    env.process(submitter(env, jobs, schedulers))
+    return log
+
+
+def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: float, rng: np.random.Generator):
+    """When ``job`` completes, demand for ``model`` starts ``delay`` later."""
+    yield job.finished
+    yield env.timeout(delay)
+    clock.advance()
+    launch = env.now
+    expected = expected_counts(plan.demands[model], plan.horizon, launch_s=launch)
+    first = clock.next_step
+    clock.demand[first:, model] = sample_counts(expected[first:], plan.noise[model], rng)
