@@ -235,6 +235,8 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
     env.run(until=horizon)
     clock.advance()
     queued, running = training.per_step(plan.n_steps, plan.step_s)
+    for job in training.jobs:  # plain records from here on: results cross process boundaries
+        job.process = job.finished = None
     return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log,
                       training_queued=queued, training_running=running, jobs=training.jobs,
                       outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),

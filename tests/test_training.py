@@ -41,9 +41,8 @@ def _schedule(policy):
 
 def test_fifo_schedule_by_hand():
     # A runs 0-10. B needs all 8 GPUs: it waits for A and runs 10-15. FIFO does not overtake,
-    # so C, D and E wait behind B: at 15, C (2) and D (4) start; E (4) does not fit until C
-    # ends at 18 (2 + 2 free... no: 8 - 2 - 4 = 2 free), so E waits for D... until C ends at
-    # 18, leaving 4 free: E runs 18-22. D runs 15-27.
+    # so C, D and E wait behind B. At 15, C (2 GPUs) and D (4) start, leaving 2 free: E (4)
+    # waits until C ends at 18 and runs 18-22. D runs 15-27.
     starts, ends, _ = _schedule("fifo")
     assert starts == {"A": 0, "B": 10, "C": 15, "D": 15, "E": 18}
     assert ends == {"A": 10, "B": 15, "C": 18, "D": 27, "E": 22}
@@ -67,7 +66,6 @@ def test_easy_backfill_schedule_by_hand():
 def test_priority_and_shortest_first_orders():
     jobs = _jobs(("long", 8, 10, 0), ("x", 8, 6, 1), ("y", 8, 2, 2))
     jobs[1]["priority"] = 1
-    starts, _, _ = (None, None, None)
     result = run(_cluster(policy="priority", jobs=jobs))
     order = result.jobs.sort_values("start_time")["job"].tolist()
     assert order == ["long", "x", "y"]
@@ -223,3 +221,13 @@ def test_bad_training_input_names_the_field(training, path, words):
         simulator.load_scenario(data)
     assert caught.value.path == path, str(caught.value)
     assert words in str(caught.value)
+
+
+def test_training_results_are_the_same_on_a_process_pool():
+    data = _cluster(gpus=8, days=5, streams=[{"name": "s", "pool": "a", "arrivals_per_hour": 1.0,
+                                              "gpus": {"choices": [1, 2, 4]}, "duration": {"dist": "exponential", "mean": "3h"}}])
+    scenario = simulator.load_scenario(data)
+    serial = simulator.simulate(scenario, paths=3, executor="serial")
+    pooled = simulator.simulate(scenario, paths=3, executor="local", workers=2)
+    pd.testing.assert_frame_equal(serial.jobs, pooled.jobs)
+    pd.testing.assert_frame_equal(serial.timeseries, pooled.timeseries)
