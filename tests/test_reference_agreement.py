@@ -31,6 +31,9 @@ LAUNCH_SHORT = {
     "horizon.duration": "240d",
     "horizon.step": "1h",
     "models[0].demand.growth.rate_per_month": 0.35,
+    # The reference models inference only: the scenario's training jobs are left out.
+    "training.jobs": [],
+    "training.streams": [],
 }
 
 # Two models sharing an owned and an on-demand pool in opposite orders of preference. The
