@@ -28,6 +28,7 @@ from simulator.kernels import (
     CH_OUTAGES,
     CH_POOL,
     CH_REPAIRS,
+    MODEL_SERVED,
     N_MODEL_COLS,
     N_POOL_COLS,
     integrate_interval,
@@ -41,6 +42,7 @@ STREAM_FAILURES = 1
 STREAM_PREEMPTION = 2
 STREAM_ORDERS = 3
 STREAM_TRAINING = 4
+STREAM_INPUTS = 5
 
 
 @dataclass
@@ -56,6 +58,9 @@ class PathResult:
     training_queued: np.ndarray | None = None  # (n_steps,) jobs waiting
     training_running: np.ndarray | None = None  # (n_steps,) jobs running
     jobs: list = field(default_factory=list)  # simulator.training.jobs.Job
+    served_tokens: np.ndarray | None = None  # (n_steps,)
+    subscribers: np.ndarray | None = None  # (n_steps, n_models)
+    inputs: dict = field(default_factory=dict)  # uncertain inputs drawn for this path
     outages: int = 0  # failures and preemptions that took GPUs down
     repairs: int = 0
     kernel_calls: int = 0
@@ -239,5 +244,7 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
         job.process = job.finished = None
     return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log,
                       training_queued=queued, training_running=running, jobs=training.jobs,
+                      served_tokens=clock.model_out[:, :, MODEL_SERVED] @ plan.tokens_per_request,
+                      subscribers=plan.subscribers,
                       outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),
                       kernel_calls=clock.kernel_calls)

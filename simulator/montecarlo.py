@@ -3,7 +3,11 @@
 Path ``i`` draws only from ``SeedSequence(seed, spawn_key=(i, ...))`` (see
 :func:`simulator.engine.path_generator`), so results depend on the seed and the number of
 paths, never on the executor or the number of workers. Paths run in this process when
-``workers`` is 1 (or there is one path), else on a local process pool.
+``workers`` is 1 (or there is one path), else on a local process pool or any
+``concurrent.futures`` executor (a Dask cluster's among them).
+
+A scenario with uncertain inputs is compiled once per path, with that path's draws (from
+its own ``STREAM_INPUTS`` stream, so they do not disturb any other draw of the path).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from typing import Any
 
 from simulator.api import load_scenario
 from simulator.compiled import CompiledScenario, compile_scenario
-from simulator.engine import PathResult, run_path
+from simulator.engine import STREAM_INPUTS, PathResult, path_generator, run_path
 from simulator.results import Results
 from simulator.scenario import Scenario
 
@@ -51,12 +55,41 @@ def simulate(
     if update:
         scenario = load_scenario(scenario, update)
     plan = compile_scenario(scenario)
-    results = _run_paths(plan, scenario.seed, scenario.paths, executor, workers, progress)
+    task = PathTask(plan, scenario.model_dump(mode="json") if scenario.uncertain else None)
+    results = _run_paths(task, scenario.seed, scenario.paths, executor, workers, progress)
     return Results(scenario, results, plan)
 
 
+class PathTask:
+    """What a worker needs to simulate any path of a run (picklable)."""
+
+    def __init__(self, plan: CompiledScenario, uncertain_data: dict[str, Any] | None) -> None:
+        self.plan = plan
+        self.uncertain_data = uncertain_data
+
+    def __call__(self, seed: int, path: int) -> PathResult:
+        if self.uncertain_data is None:
+            return run_path(self.plan, seed, path)
+        data, drawn = draw_inputs(self.uncertain_data, seed, path)
+        result = run_path(compile_scenario(load_scenario(data)), seed, path)
+        result.inputs = drawn
+        return result
+
+
+def draw_inputs(data: dict[str, Any], seed: int, path: int) -> tuple[dict[str, Any], dict[str, float]]:
+    """The scenario data of one path, its uncertain fields drawn; and the values drawn."""
+    from simulator.scenario import Scenario
+    from simulator.scenario.loader import _set_path
+    from simulator.scenario.uncertain import apply_draws
+
+    uncertain = data["uncertain"]
+    base = {key: value for key, value in data.items() if key != "uncertain"}
+    rng = path_generator(seed, path, STREAM_INPUTS, 0)
+    return apply_draws(base, uncertain, rng, Scenario, _set_path)
+
+
 def _run_paths(
-    plan: CompiledScenario,
+    task: PathTask,
     seed: int,
     n_paths: int,
     executor: str | Executor | None,
@@ -66,24 +99,24 @@ def _run_paths(
     if workers is None:
         workers = os.cpu_count() or 1
     if isinstance(executor, Executor):
-        return _collect(executor, plan, seed, n_paths, progress)
+        return _collect(executor, task, seed, n_paths, progress)
     if executor not in (None, "serial", "local"):
         raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
     if executor == "serial" or n_paths == 1 or workers <= 1:
         results = []
         for path in range(n_paths):
-            results.append(run_path(plan, seed, path))
+            results.append(task(seed, path))
             if progress:
                 progress(path + 1, n_paths)
         return results
     with ProcessPoolExecutor(max_workers=min(workers, n_paths)) as pool:
-        return _collect(pool, plan, seed, n_paths, progress)
+        return _collect(pool, task, seed, n_paths, progress)
 
 
 def _collect(
-    executor: Executor, plan: CompiledScenario, seed: int, n_paths: int, progress: ProgressCallback | None
+    executor: Executor, task: PathTask, seed: int, n_paths: int, progress: ProgressCallback | None
 ) -> list[PathResult]:
-    futures = [executor.submit(run_path, plan, seed, path) for path in range(n_paths)]
+    futures = [executor.submit(task, seed, path) for path in range(n_paths)]
     results = []
     for done, future in enumerate(futures, start=1):
         results.append(future.result())

@@ -18,7 +18,7 @@ from simulator.economics.pnl import monthly_pnl
 from simulator.engine import PathResult
 from simulator.output import staged_directory, write_run_files
 from simulator.scenario import Scenario, dump_scenario
-from simulator.summary import summarize
+from simulator.summary import input_quantiles, summarize
 from simulator.tables import jobs_table, models_table, pools_table, timeseries_table
 
 
@@ -34,7 +34,15 @@ class Results:
         self.models: pd.DataFrame = models_table(ordered, times, plan)
         self.jobs: pd.DataFrame = jobs_table(ordered, scenario.horizon.start, plan)
         self.pnl: pd.DataFrame = monthly_pnl(self.timeseries, scenario.financing, scenario.horizon.step_s)
+        #: Uncertain inputs drawn per path: one row per path, one column per field path.
+        self.inputs: pd.DataFrame = pd.DataFrame(
+            [{"path": r.path, **r.inputs} for r in ordered if r.inputs], columns=["path", *sorted(scenario.uncertain)]
+        )
         self.summary: dict[str, Any] = summarize(scenario, self.timeseries, self.pnl, self.jobs)
+        if scenario.uncertain:
+            self.summary["inputs"] = input_quantiles(self.inputs)
+            for entry, (_, row) in zip(self.summary["per_path"], self.inputs.iterrows(), strict=True):
+                entry["inputs"] = {key: float(row[key]) for key in scenario.uncertain}
 
     def save(self, directory: str | Path) -> Path:
         """Write the run directory atomically; an earlier one at that path is replaced whole."""
@@ -56,6 +64,8 @@ class Results:
         }
         if len(self.jobs):
             tables["jobs.parquet"] = self.jobs
+        if len(self.inputs):
+            tables["inputs.parquet"] = self.inputs
         resolved = dump_scenario(scenario or self.scenario)
         write_run_files(target, tables=tables, summary=self.summary, resolved_yaml=resolved)
 

@@ -96,6 +96,11 @@ def summarize(scenario: Scenario, timeseries: pd.DataFrame, pnl: pd.DataFrame, j
     return summary
 
 
+def input_quantiles(inputs: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """P10/P50/P90 of each uncertain input over the paths."""
+    return {column: _quantiles(inputs[column]) for column in inputs.columns if column != "path"}
+
+
 def training_summary(jobs: pd.DataFrame, named: set[str]) -> dict[str, Any] | None:
     """Waits (pooled over paths), goodput per path, and each named job's completion date."""
     if not len(jobs):

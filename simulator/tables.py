@@ -127,9 +127,8 @@ def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex, pla
     table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"]
     table["gpus_power_blocked"] = pool[:, K.POOL_POWER_BLOCKED]
     table["api_requests"] = model[:, K.MODEL_API_REQUESTS]
-    table["served_tokens"] = np.concatenate(
-        [r.model_out[:, :, K.MODEL_SERVED] @ plan.tokens_per_request for r in results])
-    table["subscribers"] = np.concatenate([plan.subscribers.sum(axis=1)] * len(results))
+    table["served_tokens"] = np.concatenate([r.served_tokens for r in results])
+    table["subscribers"] = np.concatenate([r.subscribers.sum(axis=1) for r in results])
     table["energy_kwh"] = pool[:, K.POOL_ENERGY_KWH]
     table["replicas"] = model[:, K.MODEL_REPLICAS]
     return pd.DataFrame(_cast(table), copy=False)
@@ -166,7 +165,7 @@ def models_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: C
     for name, column in _MODEL_COLUMNS.items():
         table[name] = stacked[:, column]
     table["slo_attainment"] = _ratio(stacked[:, K.MODEL_SLO_MET], stacked[:, K.MODEL_DEMAND], 1.0)
-    table["subscribers"] = np.tile(plan.subscribers.reshape(-1), len(results))
+    table["subscribers"] = np.concatenate([r.subscribers.reshape(-1) for r in results])
     del table["slo_met_requests"]
     return _frame(table, "model", names, n_steps * len(results))
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 import copy
 import difflib
 import re
-import types
-import typing
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from simulator.scenario.errors import Loc, ScenarioError
 from simulator.scenario.scenario import Scenario, check_references
+from simulator.scenario.schema_walk import allowed_fields
+from simulator.scenario.uncertain import extract_uncertain
 from simulator.scenario.yaml_source import read_yaml_file
 
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
@@ -62,6 +62,7 @@ def load_scenario(
             raise ScenarioError((), f"expected a mapping of fields at the top level, got a {kind}", 1)
         for key, value in _normalize_overrides(overrides):
             _set_path(data, key, value)
+        data = _extract_uncertain(data)
         try:
             scenario = Scenario.model_validate(data, context={"base_dir": str(base_dir)})
         except ValidationError as exc:
@@ -79,6 +80,15 @@ def load_scenario(
     return scenario
 
 
+def _extract_uncertain(data: dict[str, Any]) -> dict[str, Any]:
+    """Per-path distributions out of the fields (medians in place) into ``uncertain``."""
+    at_medians, found = extract_uncertain(data, Scenario)
+    if found:
+        existing = at_medians.get("uncertain")
+        at_medians["uncertain"] = {**(existing if isinstance(existing, dict) else {}), **found}
+    return at_medians
+
+
 def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) -> None:
     """Each variant, applied to the base, must be a valid scenario too."""
     for name, overrides in scenario.variants.items():
@@ -88,6 +98,7 @@ def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) ->
         try:
             for key, value in overrides.items():
                 _set_path(variant, str(key), copy.deepcopy(value))
+            variant = _extract_uncertain(variant)
             try:
                 checked = Scenario.model_validate(variant, context={"base_dir": str(base_dir)})
             except ValidationError as exc:
@@ -201,36 +212,4 @@ def _line_of(loc: Loc, lines: dict[Loc, int]) -> int | None:
 
 
 def _allowed_fields(loc: Loc, data: Any) -> set[str]:
-    """Field names allowed at ``loc``, found by following the Scenario's type annotations."""
-    candidates: list[Any] = [Scenario]
-    for part in loc:
-        following: list[Any] = []
-        for tp in candidates:
-            for member in _members(tp):
-                origin = typing.get_origin(member)
-                if isinstance(part, int) and origin is list:
-                    following.append(typing.get_args(member)[0])
-                elif origin is dict:
-                    following.append(typing.get_args(member)[1])
-                elif _is_model(member) and part in member.model_fields:
-                    following.append(member.model_fields[part].annotation)
-        candidates = following
-    names: set[str] = set()
-    for tp in candidates:
-        for member in _members(tp):
-            if _is_model(member):
-                names.update(member.model_fields)
-    return names
-
-
-def _members(tp: Any) -> list[Any]:
-    origin = typing.get_origin(tp)
-    if origin is typing.Annotated:
-        return _members(typing.get_args(tp)[0])
-    if origin in (typing.Union, types.UnionType):
-        return [m for arg in typing.get_args(tp) for m in _members(arg)]
-    return [tp]
-
-
-def _is_model(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, BaseModel)
+    return allowed_fields(Scenario, loc)

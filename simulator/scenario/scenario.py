@@ -23,6 +23,7 @@ from simulator.scenario.horizon import Horizon
 from simulator.scenario.served import ServedModel
 from simulator.scenario.training import LaunchAfter, Training
 from simulator.scenario.types import Frozen
+from simulator.scenario.uncertain import Uncertain
 
 
 class Scenario(Frozen):
@@ -50,6 +51,10 @@ class Scenario(Frozen):
     financing: Financing = Field(default_factory=Financing)
     alerts: Alerts = Field(default_factory=Alerts)
     training: Training = Field(default_factory=Training)
+    uncertain: dict[str, Uncertain] = Field(
+        default_factory=dict,
+        description="Inputs drawn once per path, by field path (fields hold their medians)",
+    )
     variants: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Named alternatives: field overrides as {'fleet.pools[0].count': 512}",

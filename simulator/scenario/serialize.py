@@ -24,4 +24,6 @@ _Dumper.add_representer(list, _represent_list)
 def dump_scenario(scenario: Scenario) -> str:
     """The resolved scenario as YAML text that :func:`load_scenario` reads back unchanged."""
     data: dict[str, Any] = scenario.model_dump(mode="json")
+    data["uncertain"] = {path: {k: v for k, v in spec.items() if v is not None}
+                         for path, spec in data.get("uncertain", {}).items()}
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

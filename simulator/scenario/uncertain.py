@@ -1,0 +1,203 @@
+"""Uncertain inputs: any numeric field may be a distribution, drawn once per path.
+
+Write ``{dist: lognormal, median: 0.15, p90: 0.25}`` (or ``triangular`` with ``low, mode,
+high``; ``uniform`` with ``low, high``; ``normal`` with ``mean, sd``; ``choice`` with
+``values`` and optional ``weights``) where a number is expected: a growth rate, a lead time
+(values may be durations such as ``8w``), a price, a count. The scenario is validated at the
+distributions' medians; each Monte Carlo path draws its own values from its own stream and
+is validated again with them. Fields that *are* distributions of events (repair times,
+slips, job durations) keep their meaning: there ``dist`` describes every event, not the path.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BeforeValidator, Field, model_validator
+
+from simulator.scenario.errors import Loc, ScenarioError, format_path
+from simulator.scenario.schema_walk import is_model, members, types_at
+from simulator.scenario.types import Frozen
+from simulator.units import UnitError, parse_duration
+
+_Z90 = 1.2815515655446004
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool):
+        raise ValueError(f"expected a number or a duration, got {value!r}")
+    if isinstance(value, int | float):
+        return float(value)
+    try:
+        return parse_duration(value)
+    except UnitError as exc:
+        raise ValueError(f"expected a number or a duration, got {value!r}") from exc
+
+
+Number = Annotated[float, BeforeValidator(_number)]
+
+
+class Uncertain(Frozen):
+    """A distribution of one input, drawn once per path."""
+
+    dist: Literal["lognormal", "triangular", "uniform", "normal", "choice"]
+    median: Number | None = None
+    p90: Number | None = None
+    low: Number | None = None
+    mode: Number | None = None
+    high: Number | None = None
+    mean: Number | None = None
+    sd: Number | None = None
+    values: list[Number] | None = None
+    weights: list[Annotated[float, Field(ge=0)]] | None = None
+
+    @model_validator(mode="after")
+    def _parameters(self) -> Uncertain:
+        need = {"lognormal": ("median", "p90"), "triangular": ("low", "mode", "high"), "uniform": ("low", "high"),
+                "normal": ("mean", "sd"), "choice": ("values",)}[self.dist]
+        missing = [name for name in need if getattr(self, name) is None]
+        if missing:
+            raise ValueError(f"a {self.dist} distribution needs {', '.join(need)} (missing {', '.join(missing)})")
+        if self.dist == "lognormal" and not 0 < self.median < self.p90:
+            raise ValueError(f"a lognormal needs 0 < median < p90, got median {self.median:g}, p90 {self.p90:g}")
+        if self.dist == "triangular" and not self.low <= self.mode <= self.high or self.dist == "uniform" and not (
+                self.low <= self.high):
+            raise ValueError("needs low <= mode <= high" if self.dist == "triangular" else "needs low <= high")
+        if self.dist == "normal" and self.sd < 0:
+            raise ValueError(f"the standard deviation must be >= 0, got {self.sd:g}")
+        if self.dist == "choice":
+            if not self.values:
+                raise ValueError("'values' must not be empty")
+            if self.weights is not None and (len(self.weights) != len(self.values) or sum(self.weights) <= 0):
+                raise ValueError("'weights' must match 'values' and not all be zero")
+        return self
+
+    @property
+    def center(self) -> float:
+        """The median (the value the scenario is validated and summarized at)."""
+        if self.dist == "lognormal" or self.dist == "normal":
+            return float(self.median if self.dist == "lognormal" else self.mean)
+        if self.dist == "uniform":
+            return 0.5 * (self.low + self.high)
+        if self.dist == "triangular":
+            a, c, b = self.low, self.mode, self.high
+            return c if b == a else (a + math.sqrt((b - a) * (c - a) / 2) if c >= (a + b) / 2
+                                     else b - math.sqrt((b - a) * (b - c) / 2))
+        ordered = sorted(zip(self.values, self.weights or [1.0] * len(self.values), strict=True))
+        total, run = sum(w for _, w in ordered), 0.0
+        for value, weight in ordered:
+            run += weight
+            if run >= total / 2:
+                return value
+        return ordered[-1][0]
+
+    def quantile(self, q: float) -> float:
+        """A quantile (for sensitivity: P10 and P90)."""
+        if self.dist == "lognormal":
+            sigma = math.log(self.p90 / self.median) / _Z90
+            return float(self.median * math.exp(sigma * _normal_ppf(q)))
+        if self.dist == "normal":
+            return float(self.mean + self.sd * _normal_ppf(q))
+        if self.dist == "uniform":
+            return float(self.low + q * (self.high - self.low))
+        if self.dist == "triangular":
+            a, c, b = self.low, self.mode, self.high
+            if b == a:
+                return a
+            split = (c - a) / (b - a)
+            return a + math.sqrt(q * (b - a) * (c - a)) if q <= split else b - math.sqrt((1 - q) * (b - a) * (b - c))
+        ordered = sorted(zip(self.values, self.weights or [1.0] * len(self.values), strict=True))
+        total, run = sum(w for _, w in ordered), 0.0
+        for value, weight in ordered:
+            run += weight
+            if run >= q * total - 1e-12:
+                return value
+        return ordered[-1][0]
+
+    def sample(self, rng: np.random.Generator) -> float:
+        if self.dist == "lognormal":
+            return float(rng.lognormal(math.log(self.median), math.log(self.p90 / self.median) / _Z90))
+        if self.dist == "triangular":
+            return float(self.low if self.low == self.high else rng.triangular(self.low, self.mode, self.high))
+        if self.dist == "uniform":
+            return float(rng.uniform(self.low, self.high))
+        if self.dist == "normal":
+            return float(rng.normal(self.mean, self.sd))
+        weights = None if self.weights is None else np.asarray(self.weights) / sum(self.weights)
+        return float(self.values[rng.choice(len(self.values), p=weights)])
+
+
+def _normal_ppf(q: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(q)
+
+
+def extract_uncertain(data: dict[str, Any], root: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Replace per-path distributions in raw scenario data by their medians.
+
+    Returns the data at the medians and the distributions found, by field path.
+    """
+    found: dict[str, dict[str, Any]] = {}
+    data = copy.deepcopy(data)
+
+    def visit(node: Any, loc: Loc) -> Any:
+        if isinstance(node, dict):
+            if "dist" in node and loc and loc[0] not in ("uncertain", "variants") and not _is_event_distribution(root, loc):
+                spec = _validated(node, loc)
+                found[format_path(loc)] = spec.model_dump(exclude_none=True)
+                return _typed(root, loc, spec.center)
+            return {key: visit(value, (*loc, key)) for key, value in node.items()}
+        if isinstance(node, list):
+            return [visit(value, (*loc, index)) for index, value in enumerate(node)]
+        return node
+
+    return visit(data, ()), found
+
+
+def apply_draws(data: dict[str, Any], uncertain: dict[str, Any], rng: np.random.Generator, root: Any,
+                set_path) -> tuple[dict[str, Any], dict[str, float]]:
+    """One path's values: ``data`` with every uncertain field drawn (in sorted field order)."""
+    data = copy.deepcopy(data)
+    drawn = {}
+    for path in sorted(uncertain):
+        spec = Uncertain.model_validate(uncertain[path])
+        value = spec.sample(rng)
+        typed = _typed(root, _loc_of(path), value)
+        set_path(data, path, typed)
+        drawn[path] = typed
+    return data, drawn
+
+
+def _validated(node: dict[str, Any], loc: Loc) -> Uncertain:
+    from pydantic import ValidationError
+
+    try:
+        return Uncertain.model_validate(node)
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = tuple(part for part in error["loc"] if isinstance(part, str) and part in node)
+        message = str(error["msg"]).removeprefix("Value error, ")
+        raise ScenarioError((*loc, *where), message[0].lower() + message[1:]) from None
+
+
+def _is_event_distribution(root: Any, loc: Loc) -> bool:
+    """Whether the field at ``loc`` is itself a distribution model (with a ``dist`` field)."""
+    return any(is_model(member) and "dist" in member.model_fields
+               for tp in types_at(root, loc) for member in members(tp))
+
+
+def _typed(root: Any, loc: Loc, value: float) -> float | int:
+    kinds = {member for tp in types_at(root, loc) for member in members(tp)}
+    if int in kinds and float not in kinds:
+        return int(round(value))
+    return value
+
+
+def _loc_of(path: str) -> Loc:
+    from simulator.scenario.loader import _parse_path
+
+    return _parse_path(path)
