@@ -19,8 +19,8 @@ from typing import Any
 
 from simulator.api import load_scenario
 from simulator.compiled import CompiledScenario, compile_scenario
-from simulator.engine import STREAM_INPUTS, PathResult, path_generator, run_path
-from simulator.results import Results
+from simulator.engine import STREAM_INPUTS, path_generator, run_path
+from simulator.results import PathTables, Results, path_tables
 from simulator.scenario import Scenario
 
 ProgressCallback = Callable[[int, int], None]
@@ -41,7 +41,8 @@ def simulate(
         paths: number of paths (default: the scenario's ``paths``).
         seed: root seed (default: the scenario's ``seed``).
         executor: ``"serial"``, ``"local"`` (a process pool, the default when more than one
-            path and worker), or a ``concurrent.futures.Executor`` to submit paths to.
+            path and worker), a ``concurrent.futures.Executor`` to submit paths to, or a Dask
+            ``distributed.Client`` (paths become Dask tasks, rerun if a worker dies).
         workers: processes of the local pool (default: the CPU count).
         progress: called as ``progress(done, total)`` after each path.
     """
@@ -55,25 +56,28 @@ def simulate(
     if update:
         scenario = load_scenario(scenario, update)
     plan = compile_scenario(scenario)
-    task = PathTask(plan, scenario.model_dump(mode="json") if scenario.uncertain else None)
+    task = PathTask(scenario, plan)
     results = _run_paths(task, scenario.seed, scenario.paths, executor, workers, progress)
-    return Results(scenario, results, plan)
+    return Results(scenario, results)
 
 
 class PathTask:
-    """What a worker needs to simulate any path of a run (picklable)."""
+    """What a worker needs to simulate any path of a run and tabulate it (picklable)."""
 
-    def __init__(self, plan: CompiledScenario, uncertain_data: dict[str, Any] | None) -> None:
+    def __init__(self, scenario: Scenario, plan: CompiledScenario) -> None:
+        self.scenario = scenario
         self.plan = plan
-        self.uncertain_data = uncertain_data
+        self.uncertain_data = scenario.model_dump(mode="json") if scenario.uncertain else None
 
-    def __call__(self, seed: int, path: int) -> PathResult:
+    def __call__(self, seed: int, path: int) -> PathTables:
         if self.uncertain_data is None:
-            return run_path(self.plan, seed, path)
+            return path_tables(run_path(self.plan, seed, path), self.scenario, self.plan)
         data, drawn = draw_inputs(self.uncertain_data, seed, path)
-        result = run_path(compile_scenario(load_scenario(data)), seed, path)
+        scenario = load_scenario(data)
+        plan = compile_scenario(scenario)
+        result = run_path(plan, seed, path)
         result.inputs = drawn
-        return result
+        return path_tables(result, scenario, plan)
 
 
 def draw_inputs(data: dict[str, Any], seed: int, path: int) -> tuple[dict[str, Any], dict[str, float]]:
@@ -95,9 +99,11 @@ def _run_paths(
     executor: str | Executor | None,
     workers: int | None,
     progress: ProgressCallback | None,
-) -> list[PathResult]:
+) -> list[PathTables]:
     if workers is None:
         workers = os.cpu_count() or 1
+    if _is_dask_client(executor):
+        return _collect_dask(executor, task, seed, n_paths, progress)
     if isinstance(executor, Executor):
         return _collect(executor, task, seed, n_paths, progress)
     if executor not in (None, "serial", "local"):
@@ -113,9 +119,26 @@ def _run_paths(
         return _collect(pool, task, seed, n_paths, progress)
 
 
+def _is_dask_client(executor: object) -> bool:
+    return type(executor).__module__.startswith("distributed") and hasattr(executor, "gather")
+
+
+def _collect_dask(client: Any, task: PathTask, seed: int, n_paths: int,
+                  progress: ProgressCallback | None) -> list[PathTables]:
+    """Run paths as Dask tasks: the scheduler reruns a task whose worker died."""
+    from distributed import as_completed
+
+    futures = [client.submit(task, seed, path, pure=False, key=f"fleetcast-path-{path}-{id(task)}")
+               for path in range(n_paths)]
+    for done, _ in enumerate(as_completed(futures, loop=client.loop), start=1):
+        if progress:
+            progress(done, n_paths)
+    return client.gather(futures)
+
+
 def _collect(
     executor: Executor, task: PathTask, seed: int, n_paths: int, progress: ProgressCallback | None
-) -> list[PathResult]:
+) -> list[PathTables]:
     futures = [executor.submit(task, seed, path) for path in range(n_paths)]
     results = []
     for done, future in enumerate(futures, start=1):

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,21 +23,53 @@ from simulator.summary import input_quantiles, summarize
 from simulator.tables import jobs_table, models_table, pools_table, timeseries_table
 
 
+@dataclass
+class PathTables:
+    """One path's tables, built where the path ran (a worker), so that the main process only
+    concatenates them."""
+
+    path: int
+    timeseries: pd.DataFrame
+    pools: pd.DataFrame
+    models: pd.DataFrame
+    jobs: pd.DataFrame
+    pnl: pd.DataFrame
+    inputs: dict[str, float]
+
+
+def path_tables(result: PathResult, scenario: Scenario, plan: CompiledScenario) -> PathTables:
+    """Turn one path's raw arrays into its tables."""
+    times = scenario.horizon.times()
+    timeseries = timeseries_table([result], times, plan)
+    return PathTables(
+        result.path,
+        timeseries,
+        pools_table([result], times, plan),
+        models_table([result], times, plan),
+        jobs_table([result], scenario.horizon.start, plan),
+        monthly_pnl(timeseries, scenario.financing, scenario.horizon.step_s),
+        result.inputs,
+    )
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, copy=False)
+
+
 class Results:
     """Tables and summary of a simulated scenario."""
 
-    def __init__(self, scenario: Scenario, paths: Sequence[PathResult], plan: CompiledScenario) -> None:
-        ordered = sorted(paths, key=lambda result: result.path)
-        times = scenario.horizon.times()
+    def __init__(self, scenario: Scenario, paths: Sequence[PathTables]) -> None:
+        ordered = sorted(paths, key=lambda tables: tables.path)
         self.scenario = scenario
-        self.timeseries: pd.DataFrame = timeseries_table(ordered, times, plan)
-        self.pools: pd.DataFrame = pools_table(ordered, times, plan)
-        self.models: pd.DataFrame = models_table(ordered, times, plan)
-        self.jobs: pd.DataFrame = jobs_table(ordered, scenario.horizon.start, plan)
-        self.pnl: pd.DataFrame = monthly_pnl(self.timeseries, scenario.financing, scenario.horizon.step_s)
+        self.timeseries: pd.DataFrame = _concat([t.timeseries for t in ordered])
+        self.pools: pd.DataFrame = _concat([t.pools for t in ordered])
+        self.models: pd.DataFrame = _concat([t.models for t in ordered])
+        self.jobs: pd.DataFrame = _concat([t.jobs for t in ordered])
+        self.pnl: pd.DataFrame = _concat([t.pnl for t in ordered])
         #: Uncertain inputs drawn per path: one row per path, one column per field path.
         self.inputs: pd.DataFrame = pd.DataFrame(
-            [{"path": r.path, **r.inputs} for r in ordered if r.inputs], columns=["path", *sorted(scenario.uncertain)]
+            [{"path": t.path, **t.inputs} for t in ordered if t.inputs], columns=["path", *sorted(scenario.uncertain)]
         )
         self.summary: dict[str, Any] = summarize(scenario, self.timeseries, self.pnl, self.jobs)
         if scenario.uncertain:

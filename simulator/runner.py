@@ -1,14 +1,14 @@
 """Run a scenario the way the CLI does: choose the executor, show progress, return Results.
 
-A Dask scheduler address selects a distributed executor (the cluster's own
-``concurrent.futures`` interface); otherwise paths run on a local process pool.
+A Dask scheduler address runs the paths as tasks on that cluster (Dask reruns the task of
+a worker that dies); otherwise paths run on a local process pool.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
-from concurrent.futures import Executor
+from typing import Any
 
 from rich.progress import (
     BarColumn,
@@ -26,8 +26,8 @@ from simulator.variants import VariantResults, variant_scenarios
 
 
 @contextlib.contextmanager
-def dask_executor(address: str, timeout_s: float = 10.0) -> Iterator[Executor]:
-    """An executor on the Dask cluster at ``address``; raise a clear error if unreachable."""
+def dask_executor(address: str, timeout_s: float = 10.0) -> Iterator[Any]:
+    """A client of the Dask cluster at ``address``; raise a clear error if unreachable."""
     from distributed import Client
 
     try:
@@ -35,7 +35,7 @@ def dask_executor(address: str, timeout_s: float = 10.0) -> Iterator[Executor]:
     except (OSError, TimeoutError, ValueError) as exc:
         raise RunConfigurationError(f"--scheduler {address}: cannot connect ({exc})") from None
     try:
-        yield client.get_executor()
+        yield client
     finally:
         client.close()
 

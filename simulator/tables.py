@@ -88,8 +88,8 @@ def _frame(table: dict[str, np.ndarray], key: str, names: Sequence[str], repeats
 
 def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: CompiledScenario) -> pd.DataFrame:
     """One row per (path, step): the whole fleet and every model added up."""
-    pool = np.concatenate([r.pool_out.sum(axis=1) for r in results])  # (rows, cols)
-    model = np.concatenate([r.model_out.sum(axis=1) for r in results])
+    pool = np.concatenate([r.pool_out.sum(axis=1) for r in results]).T.copy().T  # column-major (rows, cols)
+    model = np.concatenate([r.model_out.sum(axis=1) for r in results]).T.copy().T
     other = np.concatenate([r.other_out for r in results])
     n_steps = len(times)
     table: dict[str, np.ndarray] = {
@@ -138,15 +138,15 @@ def pools_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: Co
     """One row per (path, step, pool)."""
     names = plan.pool_names
     n_steps, n_pools = len(times), len(names)
-    stacked = np.concatenate([r.pool_out.reshape(n_steps * n_pools, K.N_POOL_COLS) for r in results])
+    stacked = np.concatenate([r.pool_out.reshape(n_steps * n_pools, K.N_POOL_COLS) for r in results]).T.copy()
     table: dict[str, np.ndarray] = {
         "path": np.repeat([r.path for r in results], n_steps * n_pools).astype(np.int64),
         "time": np.tile(np.repeat(times.values, n_pools), len(results)),
     }
     for name, column in _POOL_COLUMNS.items():
-        table[name] = stacked[:, column]
+        table[name] = stacked[column]
     table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"]
-    table["utilization"] = _ratio(stacked[:, K.POOL_BUSY], stacked[:, K.POOL_AVAILABLE], 0.0)
+    table["utilization"] = _ratio(stacked[K.POOL_BUSY], stacked[K.POOL_AVAILABLE], 0.0)
     table["cost_usd"] = sum(table[name] for name in COST_COMPONENTS[:-1])
     table["rnd_compute_usd"] = sum(table[name] for name in RND_COLUMNS)
     table["capex_usd"] = np.concatenate([r.capex.reshape(-1) for r in results])
@@ -157,14 +157,14 @@ def models_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: C
     """One row per (path, step, served model)."""
     names = plan.model_names
     n_steps, n_models = len(times), len(names)
-    stacked = np.concatenate([r.model_out.reshape(n_steps * n_models, K.N_MODEL_COLS) for r in results])
+    stacked = np.concatenate([r.model_out.reshape(n_steps * n_models, K.N_MODEL_COLS) for r in results]).T.copy()
     table: dict[str, np.ndarray] = {
         "path": np.repeat([r.path for r in results], n_steps * n_models).astype(np.int64),
         "time": np.tile(np.repeat(times.values, n_models), len(results)),
     }
     for name, column in _MODEL_COLUMNS.items():
-        table[name] = stacked[:, column]
-    table["slo_attainment"] = _ratio(stacked[:, K.MODEL_SLO_MET], stacked[:, K.MODEL_DEMAND], 1.0)
+        table[name] = stacked[column]
+    table["slo_attainment"] = _ratio(stacked[K.MODEL_SLO_MET], stacked[K.MODEL_DEMAND], 1.0)
     table["subscribers"] = np.concatenate([r.subscribers.reshape(-1) for r in results])
     del table["slo_met_requests"]
     return _frame(table, "model", names, n_steps * len(results))

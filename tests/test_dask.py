@@ -34,7 +34,7 @@ def test_same_seed_same_timeseries_with_one_worker_two_workers_and_dask(cluster)
     one = simulator.simulate(scenario, paths=4, seed=9, executor="serial")
     two = simulator.simulate(scenario, paths=4, seed=9, executor="local", workers=2)
     with distributed.Client(cluster) as client:
-        dask = simulator.simulate(scenario, paths=4, seed=9, executor=client.get_executor())
+        dask = simulator.simulate(scenario, paths=4, seed=9, executor=client)
     pd.testing.assert_frame_equal(one.timeseries, two.timeseries)
     pd.testing.assert_frame_equal(one.timeseries, dask.timeseries)
     assert one.summary == dask.summary
@@ -72,7 +72,7 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged():
 
         killer = threading.Thread(target=kill_a_worker_after_the_first_path, daemon=True)
         killer.start()
-        result = simulator.simulate(scenario, paths=6, seed=4, executor=client.get_executor(),
+        result = simulator.simulate(scenario, paths=6, seed=4, executor=client,
                                     progress=lambda finished, total: done.append(finished))
         killer.join(timeout=30)
         assert -1 in done  # a worker was killed during the run
