@@ -139,6 +139,53 @@ def run(
 
 
 @main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--param", "params", multiple=True, required=True, metavar="FIELD=V1,V2,...",
+              help="A field and the values to try (repeatable; YAML values).")
+@click.option("--zip", "zipped", is_flag=True, help="Pair the value lists in order instead of a full grid.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Directory (default outputs/<name>-sweep/).")
+@click.option("--paths", type=click.IntRange(min=1), help="Paths per point (default: the scenario's).")
+@click.option("--seed", type=click.IntRange(min=0), help="Root seed (the same at every point).")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes.")
+@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=_SET_HELP)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, workers, overrides, quiet: bool) -> None:
+    """Run SCENARIO at every combination of parameter values; one row of headline figures each."""
+    from simulator.api import load_scenario
+    from simulator.output import check_output_directory
+    from simulator.runner import run_scenario
+    from simulator.sweep import parse_parameters, run_sweep, save_sweep, sweep_points
+
+    base = load_scenario(scenario, overrides)
+    directory = out or Path("outputs") / f"{_safe_dir_name(base.name)}-sweep"
+    check_output_directory(directory)
+    parameters = parse_parameters(params)
+    table = run_sweep(scenario, sweep_points(parameters, zipped),
+                      lambda point: run_scenario(point.model_copy(update={"variants": {}}), paths=paths, seed=seed,
+                                                 workers=workers, show_progress=False),
+                      overrides)
+    save_sweep(directory, table, base, parameters)
+    if not quiet:
+        shown = [*parameters, "share_served_p50", "first_shortfall_p50", "gross_margin_pct_p50",
+                 "gross_margin_usd_p10", "cost_per_1m_tokens_usd_p50"]
+        view = Table(title=f"{base.name}: {len(table)} points")
+        for column in shown:
+            view.add_column(column.replace("_", " "), justify="right")
+        for _, row in table[shown].iterrows():
+            view.add_row(*(_cell(row[column]) for column in shown))
+        console.print(view)
+        console.print(f"wrote {directory}/", markup=False, highlight=False)
+
+
+def _cell(value: object) -> str:
+    if value is None or isinstance(value, float) and value != value:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return str(value)[:10] if isinstance(value, str) and "T" in value else str(value)
+
+
+@main.command()
 @click.option("--model", "llm", required=True, help="Model name, e.g. llama-3.1-70b (case-insensitive).")
 @click.option("--gpu", required=True, help="GPU name, e.g. H100 (case-insensitive).")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs per replica.")

@@ -1,0 +1,49 @@
+"""`fleetcast sweep`: a grid of parameter values, one row of headline figures per point."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+import simulator
+from simulator.cli import main
+from simulator.sweep import parse_parameters, sweep_points
+
+LAUNCH = Path(__file__).parents[1] / "scenarios" / "launch.yaml"
+SHORT = ["--set", "horizon.duration=60d", "--set", "training.streams=[]"]
+
+
+def test_grid_and_zip_points():
+    parameters = parse_parameters(["a.b=1,2", "c=x,y,z"])
+    assert parameters == {"a.b": [1, 2], "c": ["x", "y", "z"]}
+    assert len(sweep_points(parameters)) == 6
+    assert sweep_points({"a": [1, 2], "b": [3, 4]}, zipped=True) == [{"a": 1, "b": 3}, {"a": 2, "b": 4}]
+    with pytest.raises(simulator.ScenarioError, match="same number of values"):
+        sweep_points(parameters, zipped=True)
+
+
+def test_sweep_rows_equal_runs_of_each_point(tmp_path):
+    out = tmp_path / "sweep"
+    result = CliRunner().invoke(main, ["sweep", str(LAUNCH), "--param", "fleet.pools[0].count=128,256",
+                                       "--param", "pricing.output_usd_per_1m=2,4", "--paths", "2", "--seed", "3",
+                                       "--out", str(out), *SHORT])
+    assert result.exit_code == 0, result.output
+    table = pd.read_parquet(out / "sweep.parquet")
+    assert len(table) == 4 and {"fleet.pools[0].count", "pricing.output_usd_per_1m"} <= set(table.columns)
+    row = table[(table["fleet.pools[0].count"] == 128) & (table["pricing.output_usd_per_1m"] == 4)].iloc[0]
+    direct = simulator.simulate(simulator.load_scenario(LAUNCH, {
+        "horizon.duration": "60d", "training.streams": [], "fleet.pools[0].count": 128,
+        "pricing.output_usd_per_1m": 4}), paths=2, seed=3, executor="serial").summary
+    assert row["gross_margin_usd_p50"] == pytest.approx(direct["quantiles"]["gross_margin_usd"]["p50"], rel=1e-12)
+    assert (out / "summary.json").exists() and (out / "sweep.csv").exists()
+
+
+def test_sweep_over_a_field_that_does_not_exist_exits_2(tmp_path):
+    result = CliRunner().invoke(main, ["sweep", str(LAUNCH), "--param", "fleet.pools[0].cuont=1,2",
+                                       "--out", str(tmp_path / "s")])
+    assert result.exit_code == 2
+    assert "fleet.pools[0].cuont: unknown field (did you mean 'count'?)" in result.stderr
+    assert not (tmp_path / "s").exists()
