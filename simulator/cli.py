@@ -177,6 +177,40 @@ def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, w
         console.print(f"wrote {directory}/", markup=False, highlight=False)
 
 
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Directory (default outputs/<name>-sensitivity/).")
+@click.option("--paths", type=click.IntRange(min=1), help="Paths per run (default: the scenario's).")
+@click.option("--seed", type=click.IntRange(min=0), help="Root seed (the same for every run).")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes.")
+@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=_SET_HELP)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def sensitivity(scenario: Path, out: Path | None, paths, seed, workers, overrides, quiet: bool) -> None:
+    """Swing of margin and shortfall as each uncertain input goes from its P10 to its P90."""
+    from simulator.api import load_scenario
+    from simulator.output import check_output_directory
+    from simulator.runner import run_scenario
+    from simulator.sensitivity import save_sensitivity, sensitivity_table
+
+    base = load_scenario(scenario, overrides)
+    directory = out or Path("outputs") / f"{_safe_dir_name(base.name)}-sensitivity"
+    check_output_directory(directory)
+    table = sensitivity_table(base, lambda point: run_scenario(point, paths=paths, seed=seed, workers=workers,
+                                                               show_progress=False))
+    save_sensitivity(directory, table, base)
+    if not quiet:
+        view = Table(title=f"{base.name}: sensitivity (P50 gross margin, USD)")
+        for column in ("input", "input p10", "input p90", "margin at p10", "margin at p90", "swing"):
+            view.add_column(column, justify="left" if column == "input" else "right")
+        for _, row in table.iterrows():
+            view.add_row(str(row["input"]), _cell(row["input_p10"]), _cell(row["input_p90"]),
+                         _cell(row["gross_margin_usd_p10"]), _cell(row["gross_margin_usd_p90"]),
+                         _cell(row["gross_margin_usd_swing"]))
+        console.print(view)
+        console.print(f"wrote {directory}/ (tornado.png)", markup=False, highlight=False)
+
+
 def _cell(value: object) -> str:
     if value is None or isinstance(value, float) and value != value:
         return "—"

@@ -68,7 +68,9 @@ def test_resolved_scenario_reloads_to_the_same_scenario(tmp_path):
     resolved = yaml.safe_load(resolved_path.read_text())
     assert resolved["fleet"]["pools"][0]["acquisition"]["price_usd"] == 33000
     assert resolved["gpus"]["H100"]["tdp_w"] == 700  # catalog figures written out
-    assert resolved["models"][0]["pricing"] == {"input_usd_per_1m": 0.9, "output_usd_per_1m": 2.5, "decline_per_year": 0.0}
+    # A model without its own pricing uses the scenario's (kept there, so overriding it applies).
+    assert resolved["models"][0]["pricing"] is None
+    assert resolved["pricing"] == {"input_usd_per_1m": 0.9, "output_usd_per_1m": 2.5, "decline_per_year": 0.0}
     again = simulator.load_scenario(resolved_path)
     original = simulator.load_scenario(LAUNCH, {"horizon.duration": "14d"})
     assert again == original

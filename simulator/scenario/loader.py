@@ -69,7 +69,6 @@ def load_scenario(
             raise _from_validation_error(exc, data) from None
         check_references(scenario)
         _check_variants(data, scenario, base_dir)
-        scenario = scenario.with_defaults_shown()
         if resolve is not None:
             scenario = resolve(scenario, base_dir)
     except ScenarioError as exc:

@@ -86,10 +86,6 @@ class Scenario(Frozen):
         """The model's own pricing, or the scenario's."""
         return model.pricing if model.pricing is not None else self.pricing
 
-    def with_defaults_shown(self) -> Scenario:
-        """The same scenario with inherited values written out (each model's pricing)."""
-        models = [m.model_copy(update={"pricing": self.pricing_of(m)}) for m in self.models]
-        return self.model_copy(update={"models": models})
 
     def gpu(self, name: str) -> GpuSpec:
         """The spec of a GPU type used by this scenario."""

@@ -201,3 +201,8 @@ def _loc_of(path: str) -> Loc:
     from simulator.scenario.loader import _parse_path
 
     return _parse_path(path)
+
+
+def typed_value(root: Any, path: str, value: float) -> float | int:
+    """``value`` as the field at ``path`` takes it (whole numbers for integer fields)."""
+    return _typed(root, _loc_of(path), value)
