@@ -53,7 +53,7 @@ def path_tables(result: PathResult, scenario: Scenario, plan: CompiledScenario) 
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True, copy=False)
+    return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 class Results:
