@@ -126,6 +126,7 @@ class CompiledScenario:
     job_streams: tuple  # StreamSpec
     launches: tuple[tuple[int, str, float], ...]  # (model, job name, delay s)
     demands: tuple  # the models' Demand, to recompute a launch that waits on a job
+    subscriptions: tuple  # per model: (requests per day, USD per month) or None
     horizon: object
     # Scalars.
     usd_per_kwh: float
@@ -231,10 +232,28 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
             for m, model in enumerate(models) if isinstance(model.demand.start, LaunchAfter)
         ),
         demands=tuple(model.demand for model in models),
+        subscriptions=tuple(
+            None if model.subscription is None else (model.subscription.requests_per_day, model.subscription.usd_per_month)
+            for model in models
+        ),
         horizon=horizon,
         usd_per_kwh=energy.usd_per_kwh,
         other_usd_s=scenario.other_costs.usd_per_month / SECONDS_PER_MONTH,
     )
+
+
+def launch_arrays(plan: CompiledScenario, model: int, launch_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A model's expected requests, subscribers and subscription revenue per step for a launch
+    at ``launch_s`` (a launch that waited on a training job)."""
+    demand, horizon = plan.demands[model], plan.horizon
+    expected = expected_counts(demand, horizon, launch_s=launch_s)
+    subscribers = np.zeros(plan.n_steps)
+    revenue = np.zeros(plan.n_steps)
+    if plan.subscriptions[model] is not None:
+        per_day, usd_per_month = plan.subscriptions[model]
+        subscribers = expected_level_counts(demand, horizon, launch_s=launch_s) / (per_day * plan.step_s / 86_400.0)
+        revenue = subscribers * usd_per_month * plan.step_s / SECONDS_PER_MONTH
+    return expected, subscribers, revenue
 
 
 def _inference_need(demand: np.ndarray, preferences: np.ndarray, models, step_s: float, n_pools: int) -> np.ndarray:

@@ -86,6 +86,11 @@ class StepClock:
         self.demand = demand
         self.outages = outages
         self.fleet: FleetState | None = None
+        # Per-path copies where a launch waiting on a training job changes them mid-run.
+        launches = bool(plan.launches)
+        self.fixed_revenue = plan.fixed_revenue.copy() if launches else plan.fixed_revenue
+        self.subscribers = plan.subscribers.copy() if launches else plan.subscribers
+        self.inference_need = plan.inference_need.copy() if launches else plan.inference_need
         self.next_step = 0
         n_pools, n_models = len(plan.pool_names), len(plan.model_names)
         self.pool_out = _output_array((plan.n_steps, n_pools, N_POOL_COLS))
@@ -109,7 +114,7 @@ class StepClock:
             plan.gpus_per_replica,
             plan.preferences,
             plan.revenue_per_request,
-            plan.fixed_revenue,
+            self.fixed_revenue,
             plan.api_mode,
             plan.api_limit_per_step,
             plan.api_cost_per_request,
@@ -245,6 +250,6 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
     return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log,
                       training_queued=queued, training_running=running, jobs=training.jobs,
                       served_tokens=clock.model_out[:, :, MODEL_SERVED] @ plan.tokens_per_request,
-                      subscribers=plan.subscribers,
+                      subscribers=clock.subscribers,
                       outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),
                       kernel_calls=clock.kernel_calls)

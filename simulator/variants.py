@@ -39,12 +39,20 @@ COMPARED = (
 
 
 def variant_scenarios(scenario: Scenario) -> dict[str, Scenario]:
-    """The base scenario (without variants) and each variant, validated and resolved."""
+    """The base scenario (without variants) and each variant, validated and resolved.
+
+    Capacities derived from ``serving`` are derived again for each variant (a variant may
+    change the serving configuration; unchanged ones come from the disk cache), and files
+    named by a variant are read relative to the scenario's folder.
+    """
     base = scenario.model_dump(mode="json")
     base["variants"] = {}
-    out = {BASE: load_scenario(base)}
+    for model in base.get("models", []):
+        if model.get("serving") is not None:
+            model["capacity_rps"] = model["slo_curve"] = None
+    out = {BASE: load_scenario(base, base_dir=scenario.source_dir)}
     for name, overrides in scenario.variants.items():
-        out[name] = load_scenario(base, overrides)
+        out[name] = load_scenario(base, overrides, base_dir=scenario.source_dir)
     return out
 
 

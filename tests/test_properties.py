@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import simulator
@@ -87,13 +87,22 @@ def scenarios(draw):
     }
 
 
+def _load(data):
+    """Load a generated scenario; drop the ones whose replicas never fit their pools (exit 2)."""
+    try:
+        return simulator.load_scenario(data)
+    except simulator.ScenarioError as exc:
+        assume(not exc.path.endswith("gpus_per_replica"))
+        raise
+
+
 SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @SETTINGS
 @given(scenarios())
 def test_invariants(data):
-    result = simulator.simulate(simulator.load_scenario(data), paths=2, executor="serial")
+    result = simulator.simulate(_load(data), paths=2, executor="serial")
     ts, pools = result.timeseries, result.pools
     assert np.allclose(ts["served_requests"] + ts["unserved_requests"], ts["demand_requests"], rtol=1e-12, atol=1e-9)
     assert (ts["served_requests"] >= 0).all() and (ts["unserved_requests"] >= -1e-9).all()
@@ -118,7 +127,7 @@ def test_invariants(data):
 @settings(max_examples=15, deadline=None)
 @given(scenarios())
 def test_same_seed_same_outputs(data):
-    scenario = simulator.load_scenario(data)
+    scenario = _load(data)
     first = simulator.simulate(scenario, paths=2, executor="serial")
     second = simulator.simulate(scenario, paths=2, executor="serial")
     pd.testing.assert_frame_equal(first.timeseries, second.timeseries)
@@ -129,7 +138,7 @@ def test_same_seed_same_outputs(data):
 @settings(max_examples=40, deadline=None)
 @given(scenarios(), st.data())
 def test_kernel_equals_its_python_function(data, draws):
-    plan = compile_scenario(simulator.load_scenario(data))
+    plan = compile_scenario(_load(data))
     demand = draw_demand(plan, 3, 0)
     n_pools = len(plan.pool_names)
     rng = np.random.default_rng(draws.draw(st.integers(0, 2**32)))

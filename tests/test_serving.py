@@ -216,3 +216,17 @@ def test_batching_kernel_equals_its_python_function(n, max_batch, chunk, seed, k
     assert jitted[0] == python[0]
     for a, b in zip(jitted[1], python[1], strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_variant_that_changes_serving_gets_its_own_capacity(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEETCAST_CACHE_DIR", str(tmp_path / "cache"))
+    from simulator.variants import variant_scenarios
+
+    scenario = simulator.load_scenario(ROOT / "scenarios" / "growth.yaml", {
+        "horizon.duration": "7d",
+        "variants": {"small-batch": {"models[0].serving.dtype": "bf16", "models[0].serving.max_batch": 8}}})
+    runs = variant_scenarios(scenario)
+    base, small = runs["base"].models[0].capacity_rps, runs["small-batch"].models[0].capacity_rps
+    direct = simulator.load_scenario(ROOT / "scenarios" / "growth.yaml", {
+        "models[0].serving.dtype": "bf16", "models[0].serving.max_batch": 8}).models[0].capacity_rps
+    assert small == pytest.approx(direct) and small < base / 2

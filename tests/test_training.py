@@ -231,3 +231,24 @@ def test_training_results_are_the_same_on_a_process_pool():
     pooled = simulator.simulate(scenario, paths=3, executor="local", workers=2)
     pd.testing.assert_frame_equal(serial.jobs, pooled.jobs)
     pd.testing.assert_frame_equal(serial.timeseries, pooled.timeseries)
+
+
+def test_a_launch_after_a_job_is_served_and_earns_its_subscriptions():
+    # Review regression: after the launch, inference must get its GPUs back from a stream of
+    # 8-GPU training jobs (preempt mode) and subscriptions must earn revenue.
+    data = base_scenario(horizon={"start": "2026-01-01", "duration": "6d", "step": "1h"})
+    data["fleet"]["pools"][0].update(count=8, training={"mode": "preempt"})
+    data["models"][0]["demand"]["start"] = {"after_job": "pre", "delay": "12h"}
+    data["models"][0]["subscription"] = {"usd_per_month": 30, "requests_per_day": 86.4}  # 4 req/s = 4,000 subscribers
+    data["training"] = {"review_every": "1h", "jobs": [{"name": "pre", "pool": "a", "gpus": 8, "duration": "1d"}],
+                        "streams": [{"name": "s", "pool": "a", "arrivals_per_hour": 0.5, "gpus": 8,
+                                     "duration": {"dist": "exponential", "mean": "6h"}}]}
+    result = run(data)
+    ts = result.timeseries
+    launched = ts["time"] >= pd.Timestamp("2026-01-02 12:00")
+    assert (ts.loc[~launched, "demand_requests"] == 0).all()
+    # Within an hour of review lag, the launched demand is served.
+    assert ts.loc[launched, "served_requests"].sum() / ts.loc[launched, "demand_requests"].sum() > 0.97
+    assert ts.loc[launched, "subscribers"].to_numpy() == pytest.approx(4000)
+    # Launch at 1.5 d, horizon 6 d: 4.5 days of 4,000 subscribers at $30 a month.
+    assert ts["revenue_usd"].sum() == pytest.approx(4000 * 30 * 4.5 / 30.4375, rel=1e-9)

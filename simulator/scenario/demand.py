@@ -137,7 +137,7 @@ class Seasonality(Frozen):
 class Demand(Frozen):
     """Inference demand for one served model."""
 
-    base_rps: NonNegative | None = Field(
+    base_rps: Annotated[float, Field(ge=0, le=1e9, allow_inf_nan=False)] | None = Field(
         default=None, description="Mean requests per second at the start (not with piecewise)"
     )
     start: When | LaunchAfter | None = Field(

@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import numpy as np
 from pydantic import Field, model_validator
 
-from simulator.scenario.types import Duration, Frozen
+from simulator.scenario.types import Duration, Frozen, PositiveDuration
 
 _Z90 = 1.2815515655446004  # standard normal quantile at 0.9
 
@@ -36,7 +36,7 @@ class ExponentialDuration(Frozen):
     """Memoryless, with the given ``mean``."""
 
     dist: Literal["exponential"] = "exponential"
-    mean: Duration
+    mean: PositiveDuration
 
     def sample(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray | float:
         return rng.exponential(self.mean, size)

@@ -26,7 +26,7 @@ from simulator.scenario.distributions import (
     duration_distribution,
 )
 from simulator.scenario.training import PoolTraining
-from simulator.scenario.types import Duration, Frozen, NonNegative, When
+from simulator.scenario.types import Duration, Frozen, NonNegative, PositiveDuration, When
 
 
 class Owned(Frozen):
@@ -49,7 +49,7 @@ class Autoscale(Frozen):
 
     target_utilization: Annotated[float, Field(gt=0, le=1)] = 0.7
     cooldown: Duration = Field(default=3600.0, description="Least time between two scaling actions")
-    interval: Duration | None = Field(default=None, description="How often to decide (default: the step)")
+    interval: PositiveDuration | None = Field(default=None, description="How often to decide (default: the step)")
 
 
 class OnDemand(Frozen):
@@ -71,7 +71,7 @@ class Reserved(Frozen):
 
     type: Literal["reserved"] = "reserved"
     usd_per_gpu_hour: NonNegative
-    term: Duration = Field(description="Length of the commitment, e.g. 1y")
+    term: PositiveDuration = Field(description="Length of the commitment, e.g. 1y")
     start: When | None = Field(default=None, description="Start of the term (default: the horizon's)")
 
 
@@ -80,7 +80,7 @@ class Spot(Frozen):
 
     type: Literal["spot"] = "spot"
     usd_per_gpu_hour: NonNegative
-    preemption_rate_per_gpu_hour: NonNegative = 0.01
+    preemption_rate_per_gpu_hour: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.01
     replacement: DurationDistribution = Field(default_factory=lambda: FixedDuration(value=3600.0))
 
     _shorthand = field_validator("replacement", mode="before")(lambda cls, v: duration_distribution(v))
@@ -97,7 +97,7 @@ class Failures(Frozen):
     failing GPU taking its 8-GPU node down; failures then strike nodes at 8× the GPU rate.
     """
 
-    rate_per_gpu_hour: NonNegative = 2e-5
+    rate_per_gpu_hour: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 2e-5
     blast_radius: Annotated[int, Field(ge=1, le=1024)] = 1
     repair: DurationDistribution = Field(default_factory=lambda: ExponentialDuration(mean=12 * 3600.0))
 
@@ -150,7 +150,7 @@ class Procurement(Frozen):
     order_count: Annotated[int, Field(ge=1)]
     lead_time: Duration = 0.0
     slip: DurationDistribution | None = None
-    review_every: Duration = Field(default=7 * 86400.0)
+    review_every: PositiveDuration = Field(default=7 * 86400.0)
     max_orders: Annotated[int, Field(ge=1)] | None = None
 
     _shorthand = field_validator("slip", mode="before")(lambda cls, v: duration_distribution(v))

@@ -29,6 +29,7 @@ def load_scenario(
     source: str | Path | Mapping[str, Any] | Scenario,
     overrides: Mapping[str, Any] | Iterable[str] | None = None,
     resolve: Callable[[Scenario, Path], Scenario] | None = None,
+    base_dir: str | Path | None = None,
 ) -> Scenario:
     """Validate a scenario given as a YAML file path, a dict, or an existing Scenario.
 
@@ -46,9 +47,10 @@ def load_scenario(
     if isinstance(source, Scenario):
         if not overrides:
             return source
+        base_dir = base_dir or source.source_dir
         source = source.model_dump(mode="json")
     lines: dict[Loc, int] = {}
-    base_dir = Path(".")
+    base_dir = Path(base_dir or ".")
     origin: str | None = None
     if isinstance(source, Mapping):
         data: Any = copy.deepcopy(dict(source))
@@ -69,8 +71,10 @@ def load_scenario(
             raise _from_validation_error(exc, data) from None
         check_references(scenario)
         _check_variants(data, scenario, base_dir)
+        scenario._source_dir = str(base_dir)
         if resolve is not None:
             scenario = resolve(scenario, base_dir)
+            scenario._source_dir = str(base_dir)
     except ScenarioError as exc:
         if exc.line is None and lines:
             exc.line = _line_of(exc.loc, lines)

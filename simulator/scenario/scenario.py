@@ -13,7 +13,7 @@ import copy
 import datetime
 from typing import Annotated, Any
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
 from simulator.scenario.economics import Alerts, Energy, Facility, Financing, OtherCosts, Pricing
@@ -59,6 +59,19 @@ class Scenario(Frozen):
         default_factory=dict,
         description="Named alternatives: field overrides as {'fleet.pools[0].count': 512}",
     )
+
+    _source_dir: str = PrivateAttr(default=".")
+
+    @property
+    def source_dir(self) -> str:
+        """The folder the scenario file was read from (relative file names start there)."""
+        return self._source_dir
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every field is: where the file was read from does not matter."""
+        return isinstance(other, Scenario) and self.__dict__ == other.__dict__
+
+    __hash__ = None  # type: ignore[assignment]  # mutable-looking private state; not a dict key
 
     @field_validator("variants", mode="before")
     @classmethod
@@ -134,7 +147,8 @@ def _resolve_pool_gpu(pool: dict[str, Any], gpus: dict[str, Any] | Any) -> None:
     name = canonical_gpu_name(pool["gpu"], gpus) or canonical_gpu_name(pool["gpu"])
     if name is None:
         return  # check_references reports the unknown name with its path
-    gpus.setdefault(name, dict(BUILTIN_GPUS[name]))
+    if name not in gpus:
+        gpus[name] = dict(BUILTIN_GPUS[name])
     pool["gpu"] = name
     spec = gpus[name]
     acquisition = pool.setdefault("acquisition", {"type": "owned"})
@@ -173,6 +187,10 @@ def check_references(scenario: Scenario) -> None:
                 raise ScenarioError(
                     ("models", index, "pools", slot), f"unknown pool {pool_name!r}; pools: {known}"
                 )
+        largest = max((_most_gpus(scenario, pool_names.index(name), for_inference=True) for name in model.pools), default=0)
+        if model.pools and not model.api_only and 0 < largest < model.gpus_per_replica:
+            raise ScenarioError(("models", index, "gpus_per_replica"),
+                                f"is {model.gpus_per_replica} but its pools never hold more than {largest:,} GPUs")
         if len(set(model.pools)) != len(model.pools):
             raise ScenarioError(("models", index, "pools"), "a pool is listed twice")
         start = model.demand.start
@@ -216,10 +234,10 @@ def _check_acquisition(scenario: Scenario, index: int) -> None:
             raise ScenarioError(("fleet", "pools", index, "orders", slot, "at"), "is before the start of the horizon")
 
 
-def _most_gpus(scenario: Scenario, index: int) -> int:
-    """The most GPUs a pool can ever hold for a training job."""
+def _most_gpus(scenario: Scenario, index: int, for_inference: bool = False) -> int:
+    """The most GPUs a pool can ever hold (for a training job: its partition, if dedicated)."""
     pool = scenario.fleet.pools[index]
-    if pool.training.mode == "dedicated":
+    if pool.training.mode == "dedicated" and not for_inference:
         return pool.training.partition_gpus
     total = pool.count + sum(c.add or 0 for c in pool.changes) + sum(o.count for o in pool.orders)
     if isinstance(pool.acquisition, OnDemand) and pool.acquisition.max_count is not None:

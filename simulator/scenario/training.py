@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from simulator.scenario.distributions import DurationDistribution, duration_distribution
-from simulator.scenario.types import Duration, Frozen, NonNegative, Positive, When
+from simulator.scenario.types import Duration, Frozen, NonNegative, Positive, PositiveDuration, When
 
 
 class Checkpointing(Frozen):
@@ -48,7 +48,7 @@ class TrainingJob(Checkpointing):
     gpus: Annotated[int, Field(ge=1)]
     submit: When = 0.0
     priority: int = 0
-    duration: Duration | None = Field(default=None, description="Work at full speed")
+    duration: PositiveDuration | None = Field(default=None, description="Work at full speed")
     flops: Positive | None = Field(default=None, description="Total training FLOPs")
     params: Positive | None = Field(default=None, description="Parameters N (FLOPs = 6·N·D)")
     tokens: Positive | None = Field(default=None, description="Training tokens D")
@@ -91,8 +91,8 @@ class JobStream(Checkpointing):
 
     name: Annotated[str, Field(min_length=1, max_length=80)]
     pool: str
-    arrivals_per_hour: Positive
-    gpus: int | GpuChoice = 1
+    arrivals_per_hour: Annotated[float, Field(gt=0, le=100_000)]
+    gpus: Annotated[int, Field(ge=1)] | GpuChoice = 1
     duration: DurationDistribution
     start: When = 0.0
     end: When | None = None
@@ -158,7 +158,7 @@ class Training(Frozen):
     """All training jobs and how they are scheduled."""
 
     policy: Literal["fifo", "priority", "shortest_first", "easy_backfill"] = "fifo"
-    review_every: Duration = Field(default=3600.0, description="How often queues re-check for room")
+    review_every: PositiveDuration = Field(default=3600.0, description="How often queues re-check for room")
     jobs: list[TrainingJob] = Field(default_factory=list)
     streams: list[JobStream] = Field(default_factory=list)
     traces: list[JobTrace] = Field(default_factory=list)

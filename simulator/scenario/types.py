@@ -38,9 +38,19 @@ class Frozen(BaseModel):
 
 def _duration(value: Any) -> float:
     try:
-        return parse_duration(value)
+        seconds = parse_duration(value)
     except UnitError as exc:
         raise ValueError(str(exc)) from None
+    if seconds < 0:
+        raise ValueError(f"a duration cannot be negative, got {value!r}")
+    return seconds
+
+
+def _positive_duration(value: Any) -> float:
+    seconds = _duration(value)
+    if seconds <= 0:
+        raise ValueError(f"must be a positive duration, got {value!r}")
+    return seconds
 
 
 def _instant(value: Any) -> pd.Timestamp:
@@ -83,6 +93,12 @@ Duration = Annotated[
     BeforeValidator(_duration),
     PlainSerializer(format_duration, return_type=str),
     WithJsonSchema({"type": "string", "examples": ["90d", "2h", "15min", "6mo"]}),
+]
+PositiveDuration = Annotated[
+    float,
+    BeforeValidator(_positive_duration),
+    PlainSerializer(format_duration, return_type=str),
+    WithJsonSchema({"type": "string", "examples": ["1h", "7d"]}),
 ]
 Instant = Annotated[
     pd.Timestamp,

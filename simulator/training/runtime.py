@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from simulator.demand import expected_counts, sample_counts
+from simulator.compiled import launch_arrays
+from simulator.demand import sample_counts
 from simulator.training.policies import POLICIES
 from simulator.training.scheduler import Cluster, PoolScheduler, TrainingLog
 from simulator.training.sources import make_jobs, stream_jobs, submitter
@@ -33,7 +34,7 @@ def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> Tra
     rng = generator(STREAM_TRAINING, 0)
     schedulers = [
         PoolScheduler(env, cluster, fleet, pool, policy, plan.training_mode[pool], int(plan.training_partition[pool]),
-                      plan.inference_need[:, pool], plan.step_s, rng)
+                      clock.inference_need[:, pool], plan.step_s, rng)
         for pool in range(len(plan.pool_names))
     ]
     used = {job.pool for job in jobs}
@@ -54,7 +55,12 @@ def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: f
     yield job.finished
     yield env.timeout(delay)
     clock.advance()
-    launch = env.now
-    expected = expected_counts(plan.demands[model], plan.horizon, launch_s=launch)
+    expected, subscribers, revenue = launch_arrays(plan, model, env.now)
     first = clock.next_step
     clock.demand[first:, model] = sample_counts(expected[first:], plan.noise[model], rng)
+    clock.subscribers[first:, model] = subscribers[first:]
+    clock.fixed_revenue[first:, model] = revenue[first:]
+    pool = plan.preferences[model, 0]
+    if pool >= 0 and plan.capacity_per_step[model] > 0:
+        replicas = np.ceil(expected[first:] / plan.capacity_per_step[model] * (1 - 1e-12))
+        clock.inference_need[first:, pool] += replicas * plan.gpus_per_replica[model]
