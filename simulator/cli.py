@@ -249,6 +249,8 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, trace, rate_scale, 
         raise click.UsageError("give --trace, or all of --input-len, --output-len and --num-requests")
     if trace is not None and (input_len or output_len or num_requests):
         raise click.UsageError("--trace replaces --input-len, --output-len and --num-requests")
+    if trace is None and rate_scale is not None:
+        raise click.UsageError("--rate-scale applies to a --trace; use --rate for synthetic requests")
     report = serving_report(
         llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch, chunk=chunk,
         trace=trace, rate_scale=rate_scale, input_len=input_len, output_len=output_len,

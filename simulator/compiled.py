@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.demand import expected_counts, expected_level_counts
-from simulator.scenario import Scenario
+from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario.fleet import (
     Autoscale,
     Failures,
@@ -29,6 +29,8 @@ from simulator.training.plan import training_jobs, training_streams
 from simulator.units import SECONDS_PER_MONTH, SECONDS_PER_YEAR
 
 KIND_OWNED, KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT = 0, 1, 2, 3
+#: Largest expected request count in one step (Poisson draws and float sums stay exact-ish).
+MAX_REQUESTS_PER_STEP = 1e15
 API_NONE, API_OVERFLOW, API_ALL = 0, 1, 2
 
 
@@ -165,6 +167,10 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
     mid_years = (np.arange(n_steps) + 0.5) * horizon.step_s / SECONDS_PER_YEAR
     for m, model in enumerate(models):
         demand[:, m] = expected_counts(model.demand, horizon)
+        peak = float(demand[:, m].max(initial=0.0))
+        if not peak <= MAX_REQUESTS_PER_STEP:
+            raise ScenarioError(("models", m, "demand"), f"grows to {peak:.3g} requests in a step, beyond the "
+                                f"{MAX_REQUESTS_PER_STEP:.0e} Fleetcast can count; check base_rps and growth")
         pricing = scenario.pricing_of(model)
         revenue[:, m] = model.revenue_per_request(scenario.pricing) * (1 - pricing.decline_per_year) ** mid_years
         if model.subscription is not None:

@@ -234,10 +234,12 @@ def integrate_interval(
             depreciation = depreciation_usd_s[p] * step_s
             kwh = (busy[p] * busy_kw[p] + (avail - busy[p]) * idle_kw[p]) * hours
             energy = kwh * usd_per_kwh
-            share = train / installed[p] if installed[p] > 0 else 0.0
+            # GPUs held for training: those running jobs, and idle ones of a dedicated partition.
+            held = min(max(train, training_floor[p]), avail)
+            share = held / installed[p] if installed[p] > 0 else 0.0
             pool_out[k, p, POOL_RND_DEPRECIATION] = depreciation * share
-            pool_out[k, p, POOL_RND_CLOUD] = cloud * (train / billed[p] if billed[p] > 0 else 0.0)
-            pool_out[k, p, POOL_RND_ENERGY] = train * busy_kw[p] * hours * usd_per_kwh
+            pool_out[k, p, POOL_RND_CLOUD] = cloud * (held / billed[p] if billed[p] > 0 else 0.0)
+            pool_out[k, p, POOL_RND_ENERGY] = (train * busy_kw[p] + (held - train) * idle_kw[p]) * hours * usd_per_kwh
             pool_out[k, p, POOL_RND_FACILITY] = facility * share
             pool_out[k, p, POOL_INSTALLED] = installed[p]
             pool_out[k, p, POOL_AVAILABLE] = avail

@@ -38,6 +38,14 @@ def check_output_directory(directory: Path) -> None:
             f"--out {directory}: exists and is not a Fleetcast run directory "
             f"(no {RUN_MARKER}); refusing to replace it"
         )
+    # The nearest folder that exists must take a new directory (checked before any work).
+    ancestor = directory.resolve().parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    try:
+        Path(tempfile.mkdtemp(prefix=".fleetcast-write-check-", dir=ancestor)).rmdir()
+    except OSError as exc:
+        raise OutputError(f"--out {directory}: cannot write in {ancestor} ({exc.strerror or exc})") from None
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ a worker that dies); otherwise paths run on a local process pool.
 from __future__ import annotations
 
 import contextlib
+import socket
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +31,7 @@ def dask_executor(address: str, timeout_s: float = 10.0) -> Iterator[Any]:
     """A client of the Dask cluster at ``address``; raise a clear error if unreachable."""
     from distributed import Client
 
+    _check_reachable(address, min(timeout_s, 5.0))
     try:
         client = Client(address, timeout=timeout_s, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
@@ -38,6 +40,18 @@ def dask_executor(address: str, timeout_s: float = 10.0) -> Iterator[Any]:
         yield client
     finally:
         client.close()
+
+
+def _check_reachable(address: str, timeout_s: float) -> None:
+    """Fail fast, with one line, when nothing listens at ``[tcp://]host:port``."""
+    rest = address.split("://", 1)[1] if "://" in address else address
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise RunConfigurationError(f"--scheduler {address}: expected an address such as tcp://10.0.0.5:8786")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise RunConfigurationError(f"--scheduler {address}: cannot connect ({exc.strerror or exc})") from None
 
 
 def run_scenario(

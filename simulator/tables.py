@@ -96,8 +96,10 @@ def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex, pla
         "path": np.repeat([r.path for r in results], n_steps).astype(np.int64),
         "time": np.tile(times.values, len(results)),
     }
-    for name in ("demand_requests", "served_requests", "unserved_requests"):
-        table[name] = model[:, _MODEL_COLUMNS[name]]
+    table["demand_requests"] = model[:, K.MODEL_DEMAND]
+    table["unserved_requests"] = model[:, K.MODEL_UNSERVED]
+    # Exactly demand − unserved, so that served + unserved == demand on every row.
+    table["served_requests"] = table["demand_requests"] - table["unserved_requests"]
     for name in ("gpus_installed", "gpus_available", "gpus_inference", "gpus_training", "gpus_idle"):
         table[name] = pool[:, _POOL_COLUMNS[name]]
     table["utilization"] = _ratio(pool[:, K.POOL_BUSY], pool[:, K.POOL_AVAILABLE], 0.0)

@@ -131,3 +131,44 @@ def test_bad_set_override_names_the_field(tmp_path):
     result = CliRunner().invoke(main, ["validate", str(scenario), "--set", "fleet.pools[0].count=-3"])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: fleet.pools[0].count: input should be greater than or equal to 0")
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--set", "horizon.start=2026-13-01"], "horizon.start"),
+        (["--set", "horizon.step=1ms"], "use a coarser step"),
+        (["--set", "models[0].demand.growth.rate_per_month=10"], "grows to"),
+        (["--set", "fleet.pools[0].orders=[{at: 2026-05-01, count: 8, lead_time: -5d}]"], "cannot be negative"),
+        (["--set", "fleet.pools[1].acquisition={type: reserved, usd_per_gpu_hour: 2, term: 0d}"], "positive duration"),
+        (["--set", "models[0].gpus_per_replica=512"], "never hold more than"),
+        (["--out", "/proc/fleetcast-cannot-write"], "cannot write"),
+        (["--scheduler", "garbage"], "expected an address"),
+    ],
+)
+def test_review_findings_exit_2_with_one_line(args, words, tmp_path):
+    out = [] if "--out" in args else ["--out", str(tmp_path / "o")]
+    result = CliRunner().invoke(main, ["run", str(Path(__file__).parents[1] / "scenarios" / "launch.yaml"), *out, *args, "-q"])
+    assert result.exit_code == 2, result.output
+    assert words in result.stderr and "\n" not in result.stderr.strip() and "Traceback" not in result.stderr
+
+
+def test_duplicate_keys_and_impossible_dates_in_files(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nname: y\n")
+    result = CliRunner().invoke(main, ["validate", str(bad)])
+    assert result.exit_code == 2 and "error: name: appears twice in the same mapping (line 2)" in result.stderr
+    bad.write_text("name: x\nhorizon: {start: 2026-13-01, duration: 1d}\n")
+    result = CliRunner().invoke(main, ["validate", str(bad)])
+    assert result.exit_code == 2 and "month must be in 1..12" in result.stderr
+
+
+def test_custom_gpu_types_are_usable(tmp_path):
+    scenario = tmp_path / "chip.yaml"
+    scenario.write_text(
+        "name: chip\nhorizon: {start: 2026-01-01, duration: 2d}\n"
+        "gpus:\n  MyChip: {tflops_bf16: 500, memory_gb: 96, memory_tbps: 3.0, tdp_w: 600, price_usd: 20000, cloud_usd_per_gpu_hour: 2.0}\n"
+        "fleet:\n  pools:\n    - {name: p, gpu: mychip, count: 8}\n"
+        "models:\n  - {name: m, pools: [p], capacity_rps: 1, demand: {base_rps: 2}}\n")
+    result = CliRunner().invoke(main, ["run", str(scenario), "--out", str(tmp_path / "o"), "-q"])
+    assert result.exit_code == 0, result.output

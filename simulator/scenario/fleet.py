@@ -169,6 +169,11 @@ class Pool(Frozen):
     failures: Failures | None = Field(default=None, description="Default: the scenario's 'failures'")
     training: PoolTraining = Field(default_factory=PoolTraining)
 
+    @field_validator("acquisition", mode="before")
+    @classmethod
+    def _owned_by_default(cls, value: object) -> object:
+        return {"type": "owned", **value} if isinstance(value, dict) and "type" not in value else value
+
     @property
     def owned(self) -> bool:
         return isinstance(self.acquisition, Owned)

@@ -13,6 +13,9 @@ from pydantic import Field, model_validator
 from simulator.scenario.types import Duration, Frozen, Instant, When
 from simulator.units import format_duration
 
+#: Most steps in a horizon: 10 years at 1-minute steps is 5.3 million.
+MAX_STEPS = 10_000_000
+
 
 class Horizon(Frozen):
     """Start, length and step of a simulation."""
@@ -34,6 +37,11 @@ class Horizon(Frozen):
                 raise ValueError(f"end {self.end.date()} is not after start {self.start.date()}")
             raise ValueError(f"duration must be positive, got {format_duration(length)}")
         steps = length / self.step
+        if steps > MAX_STEPS:
+            raise ValueError(
+                f"{steps:,.0f} steps of {format_duration(self.step)} are more than the {MAX_STEPS:,} "
+                "Fleetcast holds per path; use a coarser step"
+            )
         if abs(steps - round(steps)) > 1e-6 * max(1.0, steps):
             raise ValueError(
                 f"length {format_duration(length)} is not a whole number of "

@@ -126,7 +126,7 @@ def _normalize_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) ->
             raise ScenarioError((), f"--set expects FIELD=VALUE, got {item!r}")
         try:
             value = yaml.safe_load(text) if text.strip() else ""
-        except yaml.YAMLError:
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError):
             value = text
         pairs.append((key.strip(), value))
     return pairs

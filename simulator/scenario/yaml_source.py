@@ -59,6 +59,8 @@ def parse_yaml_text(text: str, source: str = "<string>") -> tuple[Any, dict[Loc,
             data = loader.construct_document(node)
         except yaml.MarkedYAMLError as exc:
             raise _yaml_error(exc) from None
+        except (ValueError, TypeError, OverflowError) as exc:  # e.g. a date such as 2026-13-01
+            raise ScenarioError((), f"not valid YAML: {exc}") from None
     finally:
         loader.dispose()
     return data, lines
@@ -84,8 +86,12 @@ def _map_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int], count: list[int
         )
     lines.setdefault(loc, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
         for key_node, value_node in node.value:
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else "?"
+            if key in seen and key != "<<":
+                raise ScenarioError((*loc, key), "appears twice in the same mapping", line=key_node.start_mark.line + 1)
+            seen.add(key)
             lines.setdefault((*loc, key), key_node.start_mark.line + 1)
             _map_lines(value_node, (*loc, key), lines, count)
     elif isinstance(node, yaml.SequenceNode):

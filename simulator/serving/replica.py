@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from simulator.serving.batching import POLICY_LEAST_OUTSTANDING, POLICY_ROUND_ROBIN, run_batching
-from simulator.serving.iteration import IterationModel
+from simulator.serving.iteration import IterationModel, ServingConfigError
 
 POLICIES = {"round_robin": POLICY_ROUND_ROBIN, "least_outstanding": POLICY_LEAST_OUTSTANDING}
 PERCENTILES = (50, 90, 99)
@@ -137,8 +137,9 @@ def simulate_router(
     if kv_capacity_tokens is not None and len(prompt):
         largest = int((prompt + output).max())
         if largest > kv_capacity_tokens:
-            raise ValueError(
-                f"a request needs {largest:,} tokens of KV cache but a replica holds {kv_capacity_tokens:,}"
+            raise ServingConfigError(
+                f"a request needs {largest:,} tokens of KV cache but a replica holds {kv_capacity_tokens:,}; "
+                "shorten the requests, use more GPUs per replica (tp) or fp8"
             )
     if prefill_chunk_tokens is not None and prefill_chunk_tokens < max_batch:
         raise ValueError(f"prefill_chunk_tokens ({prefill_chunk_tokens}) must be >= max_batch ({max_batch})")

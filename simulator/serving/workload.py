@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.serving.iteration import ServingConfigError
 from simulator.serving.trace import Trace, read_trace
 
 
@@ -24,13 +26,13 @@ def synthetic_workload(
 ) -> Workload:
     """``num_requests`` requests of fixed lengths: Poisson at ``rate`` req/s, or all at time 0."""
     if num_requests < 1 or input_len < 1 or output_len < 1:
-        raise ValueError("input length, output length and number of requests must be >= 1")
+        raise ServingConfigError("input length, output length and number of requests must be >= 1")
     if rate is None:
         arrival = np.zeros(num_requests)
         how = "all at time 0 (offline)"
     else:
-        if not rate > 0:
-            raise ValueError(f"rate must be > 0, got {rate}")
+        if not (rate > 0 and math.isfinite(rate)):
+            raise ServingConfigError(f"--rate must be a positive number of requests per second, got {rate}")
         arrival = np.cumsum(np.random.default_rng(seed).exponential(1.0 / rate, num_requests))
         arrival -= arrival[0]
         how = f"Poisson at {rate:g} req/s"
@@ -42,6 +44,9 @@ def synthetic_workload(
 def trace_workload(trace: str, rate: float | None = None, rate_scale: float | None = None) -> Workload:
     """Replay a trace, optionally at ``rate_scale`` × its rate or rescaled to a mean ``rate``."""
     loaded: Trace = read_trace(trace)
+    for label, value in (("--rate", rate), ("--rate-scale", rate_scale)):
+        if value is not None and not (value > 0 and math.isfinite(value)):
+            raise ServingConfigError(f"{label} must be a positive finite number, got {value}")
     factor = 1.0
     if rate_scale is not None:
         factor = rate_scale
