@@ -104,12 +104,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON")
     args = parser.parse_args(argv)
 
-    overrides = {"horizon.duration": args.duration, "horizon.step": args.step, "paths": 1}
+    # The reference models inference only: the scenario's training jobs are left out.
+    overrides = {"horizon.duration": args.duration, "horizon.step": args.step, "paths": 1,
+                 "training.jobs": [], "training.streams": []}
     scenario = simulator.load_scenario(args.scenario, overrides)
     seed = scenario.seed if args.seed is None else args.seed
 
     # JIT warm-up on a short horizon (the kernel is cached on disk, but load it once here).
-    warm = simulator.load_scenario(args.scenario, {"horizon.duration": "2d", "horizon.step": "1h"})
+    warm = simulator.load_scenario(args.scenario, {"horizon.duration": "2d", "horizon.step": "1h", "training.streams": []})
     run_path(compile_scenario(warm), seed, 0)
 
     compile_s, plan = _timed(compile_scenario, scenario)
