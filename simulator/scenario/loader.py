@@ -65,11 +65,7 @@ def load_scenario(
         for key, value in _normalize_overrides(overrides):
             _set_path(data, key, value)
         data = _extract_uncertain(data)
-        try:
-            scenario = Scenario.model_validate(data, context={"base_dir": str(base_dir)})
-        except ValidationError as exc:
-            raise _from_validation_error(exc, data) from None
-        check_references(scenario)
+        scenario = _validated(data, base_dir)
         _check_variants(data, scenario, base_dir)
         scenario._source_dir = str(base_dir)
         if resolve is not None:
@@ -80,6 +76,16 @@ def load_scenario(
             exc.line = _line_of(exc.loc, lines)
         exc.source = origin
         raise
+    return scenario
+
+
+def _validated(data: dict[str, Any], base_dir: Path) -> Scenario:
+    """Both validation passes: field by field (pydantic), then across fields."""
+    try:
+        scenario = Scenario.model_validate(data, context={"base_dir": str(base_dir)})
+    except ValidationError as exc:
+        raise _from_validation_error(exc, data) from None
+    check_references(scenario)
     return scenario
 
 
@@ -101,12 +107,7 @@ def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) ->
         try:
             for key, value in overrides.items():
                 _set_path(variant, str(key), copy.deepcopy(value))
-            variant = _extract_uncertain(variant)
-            try:
-                checked = Scenario.model_validate(variant, context={"base_dir": str(base_dir)})
-            except ValidationError as exc:
-                raise _from_validation_error(exc, variant) from None
-            check_references(checked)
+            _validated(_extract_uncertain(variant), base_dir)
         except ScenarioError as exc:
             loc = exc.loc
             key = next((k for k in overrides if _parse_path(str(k)) == loc[: len(_parse_path(str(k)))]), None)
