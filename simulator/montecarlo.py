@@ -21,7 +21,7 @@ from simulator.api import load_scenario
 from simulator.compiled import CompiledScenario, compile_scenario
 from simulator.engine import STREAM_INPUTS, path_generator, run_path
 from simulator.results import PathTables, Results, path_tables
-from simulator.scenario import Scenario
+from simulator.scenario import Scenario, ScenarioError
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -73,7 +73,13 @@ class PathTask:
         if self.uncertain_data is None:
             return path_tables(run_path(self.plan, seed, path), self.scenario, self.plan)
         data, drawn = draw_inputs(self.uncertain_data, seed, path)
-        scenario = load_scenario(data)
+        try:
+            scenario = load_scenario(data)
+        except ScenarioError as exc:
+            exc.message += (f" (drawn for path {path} from the field's distribution under 'uncertain'; "
+                            "narrow it, or use a lognormal or triangular that stays in range)")
+            exc.line = None
+            raise
         plan = compile_scenario(scenario)
         result = run_path(plan, seed, path)
         result.inputs = drawn

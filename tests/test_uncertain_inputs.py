@@ -96,3 +96,12 @@ def test_impossible_distributions_name_the_field(value, path, words):
         simulator.load_scenario(data)
     assert caught.value.path == path, str(caught.value)
     assert words in str(caught.value)
+
+
+def test_a_draw_outside_a_fields_range_is_an_input_error_on_any_executor(tmp_path):
+    data = base_scenario()
+    data["fleet"]["pools"][0]["count"] = {"dist": "normal", "mean": 2, "sd": 20}
+    scenario = simulator.load_scenario(data)
+    for executor in ("serial", "local"):
+        with pytest.raises(simulator.ScenarioError, match=r"fleet\.pools\[0\]\.count: .*drawn for path"):
+            simulator.simulate(scenario, paths=8, executor=executor, workers=2)

@@ -42,6 +42,10 @@ class ScenarioError(ValueError):
         self.source = source
         super().__init__(str(self))
 
+    def __reduce__(self):
+        # Keep every attribute when the error crosses a process boundary (worker -> main).
+        return (type(self), (self.loc, self.message, self.line, self.source))
+
     @property
     def path(self) -> str:
         return format_path(self.loc)
