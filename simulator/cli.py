@@ -244,11 +244,15 @@ def plan_command(scenario: Path, actions, target: float, out, paths, seed, overr
     check = simulate(planned, paths=paths, seed=search_seed + 1_000_003)
     save_plan(directory, check, result, target)
     if not quiet:
-        view = Table(title=f"{base.name}: cheapest plan for P(shortfall) <= {target:g}", show_header=False)
+        fresh = check.summary["first_shortfall_time"]["probability"]
+        met = result.risk <= target and fresh <= target
+        title = f"{base.name}: cheapest plan for P(shortfall) <= {target:g}" if met else (
+            f"{base.name}: TARGET NOT MET (P(shortfall) <= {target:g}); the best found")
+        view = Table(title=title, show_header=False)
         for action in candidates:
             view.add_row(action.name, f"{result.quantities[action.name]:,} GPUs to {action.pool} from {action.at}")
         view.add_row("P(shortfall), search seeds", f"{result.risk:.1%}")
-        view.add_row("P(shortfall), fresh seeds", f"{check.summary['first_shortfall_time']['probability']:.1%}")
+        view.add_row("P(shortfall), fresh seeds", f"{fresh:.1%}")
         view.add_row("total cost P50", f"${result.cost_usd:,.0f}")
         view.add_row("plans simulated", str(result.evaluations))
         console.print(view)

@@ -13,6 +13,7 @@ its own ``STREAM_INPUTS`` stream, so they do not disturb any other draw of the p
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any
@@ -121,8 +122,14 @@ def _run_paths(
             if progress:
                 progress(path + 1, n_paths)
         return results
-    with ProcessPoolExecutor(max_workers=min(workers, n_paths)) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, n_paths), initializer=_worker_signals) as pool:
         return _collect(pool, task, seed, n_paths, progress)
+
+
+def _worker_signals() -> None:
+    """Workers leave interrupts to the main process, which cleans up and stops them."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _is_dask_client(executor: object) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 
 from simulator.api import load_scenario
 from simulator.scenario import Scenario, ScenarioError
+from simulator.scenario.types import _when
 
 
 @dataclass(frozen=True)
@@ -64,9 +65,19 @@ def plan(scenario: Scenario, actions: list[Action], target: float,
          evaluate: Callable[[Scenario], tuple[float, float]]) -> PlanResult:
     """Greedy search (see the module docstring). ``evaluate`` returns (risk, cost)."""
     names = {pool.name for pool in scenario.fleet.pools}
-    for index, action in enumerate(actions):
+    seen: set[str] = set()
+    for action in actions:
+        if action.name in seen:
+            raise ScenarioError((), f"--action {action.name}: the name is given twice")
+        seen.add(action.name)
         if action.pool not in names:
-            raise ScenarioError(("planning", "actions", index, "pool"), f"unknown pool {action.pool!r}")
+            raise ScenarioError((), f"--action {action.name}: unknown pool {action.pool!r}; pools: {', '.join(sorted(names))}")
+        try:
+            offset = scenario.horizon.offset_of(_when(action.at))
+        except ValueError as exc:
+            raise ScenarioError((), f"--action {action.name}: {exc}") from None
+        if not 0 <= offset < scenario.horizon.length_s:
+            raise ScenarioError((), f"--action {action.name}: {action.at} is outside the horizon")
     quantities = {action.name: 0 for action in actions}
     cache: dict[tuple[int, ...], tuple[float, float]] = {}
 
@@ -137,6 +148,7 @@ def save_plan(directory, results, result: PlanResult, target: float) -> None:
             "quantities": result.quantities,
             "risk_search": result.risk,
             "risk_fresh_seeds": results.summary["first_shortfall_time"]["probability"],
+            "target_met": result.risk <= target and results.summary["first_shortfall_time"]["probability"] <= target,
             "cost_usd_p50": result.cost_usd,
             "plans_simulated": result.evaluations,
             "history": result.history,

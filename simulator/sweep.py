@@ -30,7 +30,13 @@ def parse_parameters(specs: Sequence[str]) -> dict[str, list[Any]]:
         key, sep, text = spec.partition("=")
         if not sep or not key.strip() or not text.strip():
             raise ScenarioError((), f"--param expects FIELD=VALUE[,VALUE...], got {spec!r}")
-        out[key.strip()] = [yaml.safe_load(value) for value in text.split(",")]
+        if key.strip() in out:
+            raise ScenarioError((), f"--param {key.strip()} is given twice; list all its values in one --param")
+        try:
+            out[key.strip()] = [yaml.safe_load(value) for value in text.split(",")]
+        except (yaml.YAMLError, ValueError) as exc:
+            raise ScenarioError((), f"--param {key.strip()}: cannot read the values {text!r} "
+                                f"({str(exc).splitlines()[0]})") from None
     return out
 
 

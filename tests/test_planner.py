@@ -64,3 +64,16 @@ def test_fleetcast_plan_writes_the_plan_and_confirms_it(tmp_path):
     assert (out / "timeseries.parquet").exists()
     bad = CliRunner().invoke(main, ["plan", str(path), "--action", "nonsense", "--out", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "NAME=POOL@DATE:STEP:MAX" in bad.stderr
+
+
+def test_bad_actions_exit_2():
+    import pytest
+
+    scenario = _scenario()
+    for actions, words in (
+        ([Action("x", "a", "0d", 4, 8), Action("x", "a", "1d", 4, 8)], "given twice"),
+        ([Action("x", "nope", "0d", 4, 8)], "unknown pool 'nope'"),
+        ([Action("x", "a", "30d", 4, 8)], "outside the horizon"),
+    ):
+        with pytest.raises(simulator.ScenarioError, match=words):
+            plan(scenario, actions, target=0.0, evaluate=_evaluate())

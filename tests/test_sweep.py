@@ -47,3 +47,12 @@ def test_sweep_over_a_field_that_does_not_exist_exits_2(tmp_path):
     assert result.exit_code == 2
     assert "fleet.pools[0].cuont: unknown field (did you mean 'count'?)" in result.stderr
     assert not (tmp_path / "s").exists()
+
+
+def test_unreadable_or_repeated_params_exit_2(tmp_path):
+    for params in (["fleet.pools[0].count=[1"], ["fleet.pools[0].count=1", "fleet.pools[0].count=2"]):
+        args = ["sweep", str(LAUNCH), "--out", str(tmp_path / "s")]
+        for param in params:
+            args += ["--param", param]
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2 and "--param fleet.pools[0].count" in result.stderr

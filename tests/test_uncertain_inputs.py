@@ -105,3 +105,20 @@ def test_a_draw_outside_a_fields_range_is_an_input_error_on_any_executor(tmp_pat
     for executor in ("serial", "local"):
         with pytest.raises(simulator.ScenarioError, match=r"fleet\.pools\[0\]\.count: .*drawn for path"):
             simulator.simulate(scenario, paths=8, executor=executor, workers=2)
+
+
+def test_an_override_replaces_the_distribution_of_its_field():
+    scenario = simulator.load_scenario(_scenario())
+    fixed = simulator.load_scenario(scenario, {"fleet.pools[0].count": 9})
+    assert "fleet.pools[0].count" not in fixed.uncertain and fixed.fleet.pools[0].count == 9
+    no_orders = simulator.load_scenario(scenario, {"fleet.pools[0].orders": []})
+    assert "fleet.pools[0].orders[0].lead_time" not in no_orders.uncertain
+    result = simulator.simulate(fixed, paths=3, executor="serial")
+    assert (result.timeseries.groupby("path")["gpus_installed"].first() == 9).all()
+
+
+def test_the_horizon_seed_and_paths_cannot_be_uncertain():
+    data = base_scenario()
+    data["horizon"]["duration"] = {"dist": "choice", "values": ["1d", "2d"]}
+    with pytest.raises(simulator.ScenarioError, match=r"horizon\.duration: cannot be uncertain"):
+        simulator.load_scenario(data)

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from simulator.scenario.errors import Loc, ScenarioError
+from simulator.scenario.errors import Loc, ScenarioError, format_path
 from simulator.scenario.scenario import Scenario, check_references
 from simulator.scenario.schema_walk import allowed_fields
 from simulator.scenario.uncertain import extract_uncertain
@@ -64,6 +64,7 @@ def load_scenario(
             raise ScenarioError((), f"expected a mapping of fields at the top level, got a {kind}", 1)
         for key, value in _normalize_overrides(overrides):
             _set_path(data, key, value)
+            _forget_uncertain(data, key)
         data = _extract_uncertain(data)
         scenario = _validated(data, base_dir)
         _check_variants(data, scenario, base_dir)
@@ -89,6 +90,17 @@ def _validated(data: dict[str, Any], base_dir: Path) -> Scenario:
     return scenario
 
 
+def _forget_uncertain(data: dict[str, Any], key: str) -> None:
+    """A value set by an override replaces any distribution at or below that field."""
+    uncertain = data.get("uncertain")
+    if not isinstance(uncertain, dict) or not uncertain:
+        return
+    path = format_path(_parse_path(key))
+    for field in list(uncertain):
+        if field == path or field.startswith((path + ".", path + "[")):
+            del uncertain[field]
+
+
 def _extract_uncertain(data: dict[str, Any]) -> dict[str, Any]:
     """Per-path distributions out of the fields (medians in place) into ``uncertain``."""
     at_medians, found = extract_uncertain(data, Scenario)
@@ -107,6 +119,7 @@ def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) ->
         try:
             for key, value in overrides.items():
                 _set_path(variant, str(key), copy.deepcopy(value))
+                _forget_uncertain(variant, str(key))
             _validated(_extract_uncertain(variant), base_dir)
         except ScenarioError as exc:
             loc = exc.loc

@@ -24,6 +24,8 @@ from simulator.scenario.types import Frozen
 from simulator.units import UnitError, parse_duration
 
 _Z90 = 1.2815515655446004
+#: Top-level fields that shape the run itself and so cannot differ between paths.
+FIXED_FIELDS = ("name", "horizon", "seed", "paths")
 
 
 def _number(value: Any) -> float:
@@ -147,6 +149,8 @@ def extract_uncertain(data: dict[str, Any], root: Any) -> tuple[dict[str, Any], 
     def visit(node: Any, loc: Loc) -> Any:
         if isinstance(node, dict):
             if "dist" in node and loc and loc[0] not in ("uncertain", "variants") and not _is_event_distribution(root, loc):
+                if loc[0] in FIXED_FIELDS:
+                    raise ScenarioError(loc, "cannot be uncertain: the horizon, seed and paths are the same on every path")
                 spec = _validated(node, loc)
                 found[format_path(loc)] = spec.model_dump(exclude_none=True)
                 return _typed(root, loc, spec.center)
