@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,10 +33,24 @@ def dask_executor(address: str, timeout_s: float = 10.0) -> Iterator[Any]:
     from distributed import Client
 
     _check_reachable(address, min(timeout_s, 5.0))
-    try:
-        client = Client(address, timeout=timeout_s, set_as_default=False)
-    except (OSError, TimeoutError, ValueError) as exc:
-        raise RunConfigurationError(f"--scheduler {address}: cannot connect ({exc})") from None
+    # Something listening that is not a Dask scheduler never completes the handshake, whatever
+    # Client's own timeout says: connect in a daemon thread and give up after ``timeout_s``.
+    outcome: list = []
+
+    def connect() -> None:
+        try:
+            outcome.append(Client(address, timeout=timeout_s, set_as_default=False))
+        except Exception as exc:  # noqa: BLE001 - reported below as one line
+            outcome.append(exc)
+
+    worker = threading.Thread(target=connect, daemon=True)
+    worker.start()
+    worker.join(timeout_s + 2.0)
+    if not outcome:
+        raise RunConfigurationError(f"--scheduler {address}: no Dask scheduler answered within {timeout_s:g} s")
+    if isinstance(outcome[0], Exception):
+        raise RunConfigurationError(f"--scheduler {address}: cannot connect ({outcome[0]})") from None
+    client = outcome[0]
     try:
         yield client
     finally:
