@@ -9,12 +9,12 @@ expected count itself, so a test can compute the answer by hand.
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from simulator.csvrows import read_rows
 from simulator.scenario.training import LaunchAfter
 from simulator.scenario.types import Fraction, Frozen, NonNegative, Positive, When
 
@@ -92,24 +92,13 @@ class PiecewiseGrowth(Frozen):
 
 
 def _read_rate_csv(path: Path) -> list[dict[str, str]]:
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    if not rows or [c.strip().lower() for c in rows[0][:2]] != ["date", "rps"]:
-        raise ValueError(f"{path} line 1: expected the header 'date,rps'")
     points = []
-    for number, row in enumerate(rows[1:], start=2):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) < 2:
-            raise ValueError(f"{path} line {number}: expected 'date,rps', got {','.join(row)!r}")
+    for number, row in read_rows(path, ("date", "rps")):
         try:
             rps = float(row[1])
         except ValueError:
             raise ValueError(f"{path} line {number}: rps {row[1]!r} is not a number") from None
-        points.append({"at": row[0].strip(), "rps": rps})
+        points.append({"at": row[0], "rps": rps})
     return points
 
 

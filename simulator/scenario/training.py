@@ -10,12 +10,12 @@ inference — loses the work since the last checkpoint, and every restart costs
 
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from simulator.csvrows import read_rows
 from simulator.scenario.distributions import DurationDistribution, duration_distribution
 from simulator.scenario.types import Duration, Frozen, NonNegative, Positive, PositiveDuration, When
 
@@ -123,21 +123,12 @@ class JobTrace(Checkpointing):
 
 
 def _read_job_csv(path: Path) -> list[tuple[str, int, str]]:
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
-    except OSError as exc:
-        raise ValueError(f"cannot read {path}: {exc.strerror}") from None
-    if not rows or [c.strip() for c in rows[0][:3]] != ["submit_time", "gpus", "duration"]:
-        raise ValueError(f"{path} line 1: expected the header 'submit_time,gpus,duration'")
     out = []
-    for number, row in enumerate(rows[1:], start=2):
-        if not row or not "".join(row).strip():
-            continue
+    for number, row in read_rows(path, ("submit_time", "gpus", "duration")):
         try:
-            out.append((row[0].strip(), int(row[1]), row[2].strip()))
-        except (ValueError, IndexError):
-            raise ValueError(f"{path} line {number}: expected 'submit_time,gpus,duration'") from None
+            out.append((row[0], int(row[1]), row[2]))
+        except ValueError:
+            raise ValueError(f"{path} line {number}: gpus {row[1]!r} is not a whole number") from None
     return out
 
 

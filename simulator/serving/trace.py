@@ -9,13 +9,14 @@ capacity curve samples from.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from simulator.csvrows import read_rows
 
 BUILTIN_TRACES = {"azure-conv": "azure_llm_2023_conv.csv"}
 _COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
@@ -90,25 +91,18 @@ def read_trace(name_or_path: str | Path) -> Trace:
     """Read an Azure-format trace; raise :class:`TraceError` naming the file and line."""
     path = resolve_trace_path(name_or_path)
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TraceError(f"{path}: cannot read the trace ({exc})") from None
-    if not rows or tuple(c.strip() for c in rows[0][:3]) != _COLUMNS:
-        raise TraceError(f"{path} line 1: expected the header {','.join(_COLUMNS)}")
+        rows = read_rows(path, _COLUMNS)
+    except ValueError as exc:
+        raise TraceError(str(exc)) from None
     stamps, prompts, outputs, lines = [], [], [], []
-    for number, row in enumerate(rows[1:], start=2):
-        if not row or not "".join(row).strip():
-            continue
-        if len(row) < 3:
-            raise TraceError(f"{path} line {number}: expected 3 columns, got {len(row)}")
+    for number, row in rows:
         try:
             prompt, output = int(row[1]), int(row[2])
         except ValueError:
             raise TraceError(f"{path} line {number}: token counts must be whole numbers, got {row[1]!r}, {row[2]!r}") from None
         if prompt < 1 or output < 1:
             raise TraceError(f"{path} line {number}: token counts must be >= 1, got {prompt}, {output}")
-        stamps.append(row[0].strip())
+        stamps.append(row[0])
         prompts.append(prompt)
         outputs.append(output)
         lines.append(number)

@@ -1,0 +1,31 @@
+"""Read a small CSV with a known header: rows with their line numbers, errors naming the line."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+
+def read_rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, list[str]]]:
+    """The data rows of ``path`` as (line number, stripped cells), blank lines skipped.
+
+    Raises:
+        ValueError: ``"<path>: cannot read …"`` or ``"<path> line N: …"`` for a missing file, a
+            wrong header (compared case-insensitively) or a row with too few columns.
+    """
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
+    header = ",".join(columns)
+    if not rows or [c.strip().lower() for c in rows[0][: len(columns)]] != [c.lower() for c in columns]:
+        raise ValueError(f"{path} line 1: expected the header {header!r}")
+    out = []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or not "".join(row).strip():
+            continue
+        if len(row) < len(columns):
+            raise ValueError(f"{path} line {number}: expected {header!r}, got {','.join(row)!r}")
+        out.append((number, [cell.strip() for cell in row]))
+    return out
