@@ -1,6 +1,6 @@
 """Monte Carlo throughput: paths per second on 1 and 2 local workers, and on Dask.
 
-    .venv/bin/python benchmarks/bench_scaling.py [--paths 40] [--json PATH]
+    .venv/bin/python benchmarks/bench_scaling.py [--paths 200] [--json PATH]
 
 Runs the default scenario over one year at hourly steps (training streams off, so a path
 costs the same everywhere) serially, on a local process pool of 2 workers, and on a Dask
@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--paths", type=int, default=40)
+    parser.add_argument("--paths", type=int, default=200)
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
     scenario = simulator.load_scenario(ROOT / "scenarios" / "launch.yaml",
@@ -46,8 +46,10 @@ def main() -> None:
         client.run(lambda: None)
         simulator.simulate(scenario, paths=2, executor=client)  # warm the workers
         dask_s, dask = timed(executor=client)
-    pd.testing.assert_frame_equal(serial.timeseries, local.timeseries)
-    pd.testing.assert_frame_equal(serial.timeseries, dask.timeseries)
+    for other in (local, dask):
+        pd.testing.assert_frame_equal(serial.timeseries, other.timeseries)
+        pd.testing.assert_frame_equal(serial.bands, other.bands)
+        assert serial.summary == other.summary
     figures = {
         "paths": args.paths,
         "serial_paths_per_s": args.paths / serial_s,
@@ -60,7 +62,7 @@ def main() -> None:
     print(f"  1 worker (serial)   {figures['serial_paths_per_s']:6.1f} paths/s")
     print(f"  2 local workers     {figures['local2_paths_per_s']:6.1f} paths/s   speed-up {figures['speedup_2_workers']:.2f}x")
     print(f"  Dask, 2 workers     {figures['dask2_paths_per_s']:6.1f} paths/s   overhead {figures['dask_overhead_per_path_s'] * 1000:+.1f} ms/path")
-    print("  identical time series on all three")
+    print("  identical kept time series, bands and summary on all three")
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
 

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from simulator.errors import InputError
+from simulator.results import DEFAULT_KEEP_PATHS
 from simulator.serving.report import report_rows
 from simulator.variants import VariantResults
 
@@ -69,6 +70,23 @@ def main() -> None:
     """
 
 
+class _KeepPaths(click.ParamType):
+    """A count of paths, or ``all`` (None)."""
+
+    name = "N|all"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | None:
+        if value is None or isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        if text == "all":
+            return None
+        if text.isdigit():
+            return int(text)
+        self.fail(f"expected a number of paths or 'all', got {value!r}", param, ctx)
+        return None
+
+
 _SET_HELP = "Override a scenario field before validation, e.g. --set horizon.duration=90d (repeatable)."
 
 
@@ -99,6 +117,9 @@ def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
 @click.option("--seed", type=click.IntRange(min=0), help="Root seed (default: the scenario's).")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes (default: CPU count).")
 @click.option("--scheduler", metavar="ADDR", help="Run paths on a Dask cluster, e.g. tcp://10.0.0.5:8786.")
+@click.option("--keep-paths", "keep_paths", type=_KeepPaths(), default=str(DEFAULT_KEEP_PATHS), show_default=True,
+              metavar="N|all", help="Paths whose full series go into timeseries/pools/models/jobs.parquet "
+              "(bands.parquet, pnl.parquet and summary.json always cover every path).")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=_SET_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def run(
@@ -108,6 +129,7 @@ def run(
     seed: int | None,
     workers: int | None,
     scheduler: str | None,
+    keep_paths: int | None,
     overrides: tuple[str, ...],
     quiet: bool,
 ) -> None:
@@ -121,7 +143,8 @@ def run(
     directory = out or Path("outputs") / _safe_dir_name(resolved.name)
     check_output_directory(directory)
     results = run_scenario(
-        resolved, paths=paths, seed=seed, workers=workers, scheduler=scheduler, show_progress=not quiet
+        resolved, paths=paths, seed=seed, workers=workers, scheduler=scheduler, keep_paths=keep_paths,
+        show_progress=not quiet,
     )
     results.save(directory)
     if quiet:
@@ -135,6 +158,11 @@ def run(
         for label, text in headline(summary):
             table.add_row(label, text)
         console.print(table)
+        kept = summary["kept_paths"]
+        if kept < summary["paths"]:
+            which = f"paths 0–{kept - 1}" if kept else "no path"
+            console.print(f"per-path series kept for {which} of {summary['paths']} (--keep-paths); "
+                          "bands.parquet, pnl.parquet and summary.json cover all", markup=False, highlight=False)
     console.print(f"wrote {directory}/", markup=False, highlight=False)
 
 

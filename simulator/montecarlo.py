@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Callable
-from concurrent.futures import Executor, ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any
 
 from simulator.api import load_scenario
 from simulator.compiled import CompiledScenario, compile_scenario
+from simulator.digest import PathDigest, digest_path
 from simulator.engine import STREAM_INPUTS, path_generator, run_path
-from simulator.results import PathTables, Results, path_tables
+from simulator.results import DEFAULT_KEEP_PATHS, Results, RunAggregator, kept_count
 from simulator.scenario import Scenario, ScenarioError
 
 ProgressCallback = Callable[[int, int], None]
@@ -34,6 +35,7 @@ def simulate(
     executor: str | Executor | None = None,
     workers: int | None = None,
     progress: ProgressCallback | None = None,
+    keep_paths: int | None = DEFAULT_KEEP_PATHS,
 ) -> Results:
     """Simulate a scenario over Monte Carlo paths.
 
@@ -46,6 +48,9 @@ def simulate(
             ``distributed.Client`` (paths become Dask tasks, rerun if a worker dies).
         workers: processes of the local pool (default: the CPU count).
         progress: called as ``progress(done, total)`` after each path.
+        keep_paths: how many paths (the first ones) keep their full series in
+            ``timeseries``, ``pools``, ``models`` and ``jobs``; ``None`` keeps all. Bands,
+            P&L, inputs and the summary always cover every path.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -57,22 +62,30 @@ def simulate(
     if update:
         scenario = load_scenario(scenario, update)
     plan = compile_scenario(scenario)
-    task = PathTask(scenario, plan)
-    results = _run_paths(task, scenario.seed, scenario.paths, executor, workers, progress)
-    return Results(scenario, results)
+    task = PathTask(scenario, plan, kept_count(scenario.paths, keep_paths))
+    aggregator = RunAggregator(scenario, scenario.paths, keep_paths)
+    try:
+        for digest in _run_paths(task, scenario.seed, scenario.paths, executor, workers, progress):
+            aggregator.add(digest)
+    except BaseException:
+        aggregator.close()
+        raise
+    return aggregator.finish()
 
 
 class PathTask:
-    """What a worker needs to simulate any path of a run and tabulate it (picklable)."""
+    """What a worker needs to simulate any path of a run and reduce it (picklable); paths
+    below ``keep`` send their full tables back too."""
 
-    def __init__(self, scenario: Scenario, plan: CompiledScenario) -> None:
+    def __init__(self, scenario: Scenario, plan: CompiledScenario, keep: int = 0) -> None:
         self.scenario = scenario
         self.plan = plan
+        self.keep = keep
         self.uncertain_data = scenario.model_dump(mode="json") if scenario.uncertain else None
 
-    def __call__(self, seed: int, path: int) -> PathTables:
+    def __call__(self, seed: int, path: int) -> PathDigest:
         if self.uncertain_data is None:
-            return path_tables(run_path(self.plan, seed, path), self.scenario, self.plan)
+            return digest_path(run_path(self.plan, seed, path), self.scenario, self.plan, path < self.keep)
         data, drawn = draw_inputs(self.uncertain_data, seed, path)
         try:
             scenario = load_scenario(data)
@@ -84,7 +97,7 @@ class PathTask:
         plan = compile_scenario(scenario)
         result = run_path(plan, seed, path)
         result.inputs = drawn
-        return path_tables(result, scenario, plan)
+        return digest_path(result, scenario, plan, path < self.keep)
 
 
 def draw_inputs(data: dict[str, Any], seed: int, path: int) -> tuple[dict[str, Any], dict[str, float]]:
@@ -106,56 +119,80 @@ def _run_paths(
     executor: str | Executor | None,
     workers: int | None,
     progress: ProgressCallback | None,
-) -> list[PathTables]:
+) -> Iterator[PathDigest]:
+    """Each path's digest, in the order paths finish (each one is let go once yielded)."""
     if workers is None:
         workers = os.cpu_count() or 1
     if _is_dask_client(executor):
-        return _collect_dask(executor, task, seed, n_paths, progress)
+        yield from _counted(_collect_dask(executor, task, seed, n_paths), n_paths, progress)
+        return
     if isinstance(executor, Executor):
-        return _collect(executor, task, seed, n_paths, progress)
+        yield from _counted(_collect(executor, task, seed, n_paths, _call_task), n_paths, progress)
+        return
     if executor not in (None, "serial", "local"):
         raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
     if executor == "serial" or n_paths == 1 or workers <= 1:
-        results = []
-        for path in range(n_paths):
-            results.append(task(seed, path))
-            if progress:
-                progress(path + 1, n_paths)
-        return results
-    with ProcessPoolExecutor(max_workers=min(workers, n_paths), initializer=_worker_signals) as pool:
-        return _collect(pool, task, seed, n_paths, progress)
+        yield from _counted((task(seed, path) for path in range(n_paths)), n_paths, progress)
+        return
+    # The task travels once to each worker (not once per path).
+    with ProcessPoolExecutor(max_workers=min(workers, n_paths), initializer=_start_worker,
+                             initargs=(task,)) as pool:
+        yield from _counted(_collect(pool, None, seed, n_paths, _call_installed), n_paths, progress)
 
 
-def _worker_signals() -> None:
+def _counted(digests: Iterator[PathDigest], n_paths: int, progress: ProgressCallback | None) -> Iterator[PathDigest]:
+    for done, digest in enumerate(digests, start=1):
+        yield digest
+        if progress:
+            progress(done, n_paths)
+
+
+_INSTALLED: PathTask | None = None
+
+
+def _start_worker(task: PathTask) -> None:
     """Workers leave interrupts to the main process, which cleans up and stops them."""
+    global _INSTALLED
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _INSTALLED = task
+
+
+def _call_installed(_: None, seed: int, path: int) -> PathDigest:
+    return _INSTALLED(seed, path)
+
+
+def _call_task(task: PathTask, seed: int, path: int) -> PathDigest:
+    return task(seed, path)
 
 
 def _is_dask_client(executor: object) -> bool:
     return type(executor).__module__.startswith("distributed") and hasattr(executor, "gather")
 
 
-def _collect_dask(client: Any, task: PathTask, seed: int, n_paths: int,
-                  progress: ProgressCallback | None) -> list[PathTables]:
-    """Run paths as Dask tasks: the scheduler reruns a task whose worker died."""
-    from distributed import as_completed
+def _collect_dask(client: Any, task: PathTask, seed: int, n_paths: int) -> Iterator[PathDigest]:
+    """Run paths as Dask tasks (the scheduler reruns a task whose worker died); each result is
+    released on the cluster as soon as it is here."""
+    from distributed import as_completed as dask_completed
 
     futures = [client.submit(task, seed, path, pure=False, key=f"fleetcast-path-{path}-{id(task)}")
                for path in range(n_paths)]
-    for done, _ in enumerate(as_completed(futures, loop=client.loop), start=1):
-        if progress:
-            progress(done, n_paths)
-    return client.gather(futures)
+    finished = dask_completed(futures, loop=client.loop)
+    del futures
+    for future in finished:
+        digest = future.result()
+        future.release()
+        del future
+        yield digest
 
 
-def _collect(
-    executor: Executor, task: PathTask, seed: int, n_paths: int, progress: ProgressCallback | None
-) -> list[PathTables]:
-    futures = [executor.submit(task, seed, path) for path in range(n_paths)]
-    results = []
-    for done, future in enumerate(futures, start=1):
-        results.append(future.result())
-        if progress:
-            progress(done, n_paths)
-    return results
+def _collect(executor: Executor, task: PathTask | None, seed: int, n_paths: int,
+             call: Callable[..., PathDigest]) -> Iterator[PathDigest]:
+    pending = {executor.submit(call, task, seed, path) for path in range(n_paths)}
+    try:
+        for future in as_completed(pending):
+            pending.discard(future)  # as_completed lets go of it too: its digest is freed once used
+            yield future.result()
+    finally:
+        for future in pending:
+            future.cancel()

@@ -22,7 +22,7 @@ from rich.progress import (
 
 from simulator.errors import RunConfigurationError
 from simulator.montecarlo import simulate
-from simulator.results import Results
+from simulator.results import DEFAULT_KEEP_PATHS, Results
 from simulator.scenario import Scenario
 from simulator.variants import VariantResults, variant_scenarios
 
@@ -76,13 +76,14 @@ def run_scenario(
     seed: int | None = None,
     workers: int | None = None,
     scheduler: str | None = None,
+    keep_paths: int | None = DEFAULT_KEEP_PATHS,
     show_progress: bool = True,
 ) -> Results | VariantResults:
     """Simulate (every variant, when the scenario has some) with a progress bar on stderr."""
     if scenario.variants:
         return VariantResults({
             name: run_scenario(variant, paths=paths, seed=seed, workers=workers, scheduler=scheduler,
-                               show_progress=show_progress)
+                               keep_paths=keep_paths, show_progress=show_progress)
             for name, variant in variant_scenarios(scenario).items()
         }, scenario)
     n_paths = paths or scenario.paths
@@ -103,5 +104,6 @@ def run_scenario(
             seed=seed,
             executor=executor,
             workers=workers,
+            keep_paths=keep_paths,
             progress=lambda done, total: progress.update(task, completed=done),
         )

@@ -61,10 +61,12 @@ def path_totals(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
     return totals
 
 
-def summarize(scenario: Scenario, timeseries: pd.DataFrame, pnl: pd.DataFrame, jobs: pd.DataFrame) -> dict[str, Any]:
-    """The content of ``summary.json``."""
+def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
+              training: dict[str, Any] | None) -> dict[str, Any]:
+    """The content of ``summary.json``, from per-path totals (one row per path, from
+    :func:`path_totals`), every path's monthly P&L and the pooled training figures."""
     horizon = scenario.horizon
-    totals = path_totals(timeseries, horizon.step_s).join(_unit_economics(pnl))
+    totals = totals.join(_unit_economics(pnl))
     metrics = [c for c in totals.columns if c != "first_shortfall_time"]
     summary: dict[str, Any] = {
         "scenario": scenario.name,
@@ -83,7 +85,7 @@ def summarize(scenario: Scenario, timeseries: pd.DataFrame, pnl: pd.DataFrame, j
                                  ("operating_result_positive_month", "operating_result_usd"))
         } | {"payback_month": first_shortfall_quantiles(_payback_month(pnl))},
         "alerts": summarize_alerts(pnl, scenario.alerts, first_shortfall_quantiles),
-        "training": training_summary(jobs, {job.name for job in scenario.training.jobs}),
+        "training": training,
         "per_path": [
             {
                 "path": int(path),
@@ -101,26 +103,38 @@ def input_quantiles(inputs: pd.DataFrame) -> dict[str, dict[str, float | None]]:
     return {column: _quantiles(inputs[column]) for column in inputs.columns if column != "path"}
 
 
-def training_summary(jobs: pd.DataFrame, named: set[str]) -> dict[str, Any] | None:
-    """Waits (pooled over paths), goodput per path, and each named job's completion date."""
-    if not len(jobs):
+def training_summary(digests: dict[int, Any], waits_s: np.ndarray) -> dict[str, Any] | None:
+    """Training figures over paths: ``digests`` maps each path to its
+    :class:`~simulator.digest.TrainingDigest`; ``waits_s`` pools every started job's wait
+    (it may be reordered in place)."""
+    if not digests:
         return None
-    waits = jobs["wait_s"].dropna().to_numpy()
-    per_path = jobs.groupby("path")[["useful_gpu_hours", "held_gpu_hours"]].sum()
-    goodput = per_path["useful_gpu_hours"] / per_path["held_gpu_hours"].where(per_path["held_gpu_hours"] > 0)
-    completion = {}
-    for name in sorted(named):
-        ends = jobs.loc[jobs["job"] == name].set_index("path")["end_time"]
-        completion[name] = first_shortfall_quantiles(ends)
+    paths = sorted(digests)
+    rows = [digests[path] for path in paths]
+    jobs = sum(d.jobs for d in rows)
+    held = np.array([d.held_gpu_hours for d in rows])
+    useful = np.array([d.useful_gpu_hours for d in rows])
+    goodput = pd.Series(np.divide(useful, held, out=np.full(len(rows), np.nan), where=held > 0))
+    names = sorted(rows[0].completion)
+    completion = {
+        name: first_shortfall_quantiles(pd.Series([d.completion[name] for d in rows], index=paths,
+                                                  dtype="datetime64[ns]"))
+        for name in names
+    }
+    if len(waits_s):  # quantiles are order-free; the mean adds per-path sums in path order
+        wait = dict(zip(("p50", "p90", "p99"),
+                        (float(v) for v in np.percentile(waits_s, (50, 90, 99), overwrite_input=True)), strict=True))
+        wait["mean"] = math.fsum(d.wait_sum_s for d in rows) / len(waits_s)
+    else:
+        wait = dict.fromkeys(("p50", "p90", "p99", "mean"))
     return {
-        "jobs": int(len(jobs)),
-        "jobs_started_share": float(jobs["start_time"].notna().mean()),
-        "jobs_completed_share": float(jobs["end_time"].notna().mean()),
-        "wait_s": {f"p{p}": float(np.percentile(waits, p)) if len(waits) else None for p in (50, 90, 99)}
-        | {"mean": float(waits.mean()) if len(waits) else None},
+        "jobs": int(jobs),
+        "jobs_started_share": sum(d.started for d in rows) / jobs,
+        "jobs_completed_share": sum(d.completed for d in rows) / jobs,
+        "wait_s": wait,
         "goodput": _quantiles(goodput),
-        "preemptions_per_job": float(jobs["preemptions"].mean()),
-        "interruptions_per_job": float(jobs["interruptions"].mean()),
+        "preemptions_per_job": sum(d.preemptions for d in rows) / jobs,
+        "interruptions_per_job": sum(d.interruptions for d in rows) / jobs,
         "completion_time": completion,
     }
 

@@ -47,6 +47,7 @@ def base_scenario(**top: Any) -> dict[str, Any]:
 
 
 def run(data: dict[str, Any], **kwargs: Any) -> simulator.Results:
-    """Simulate a dict scenario serially."""
+    """Simulate a dict scenario serially, keeping every path's series."""
     kwargs.setdefault("executor", "serial")
+    kwargs.setdefault("keep_paths", None)
     return simulator.simulate(simulator.load_scenario(data), **kwargs)

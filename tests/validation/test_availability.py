@@ -69,7 +69,7 @@ def _scenario(pool: dict, duration: str, step: str) -> dict:
 
 def _simulate(pool: dict, *, paths: int, duration: str, step: str):
     scenario = simulator.load_scenario(_scenario(pool, duration, step))
-    return simulator.simulate(scenario, paths=paths, seed=SEED, executor="serial")
+    return simulator.simulate(scenario, paths=paths, seed=SEED, executor="serial", keep_paths=None)
 
 
 def _availability(timeseries, paths: int) -> tuple[float, float, np.ndarray]:
