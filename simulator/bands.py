@@ -36,6 +36,7 @@ BAND_COLUMNS = (
     "utilization",
     "slo_attainment",
     "shortfall_gpus",
+    "gpus_needed",
     "cost_usd",
     "cogs_usd",
     "rnd_compute_usd",
@@ -50,8 +51,10 @@ IN_MEMORY_BYTES = 256 * 2**20
 
 
 def path_series(timeseries: pd.DataFrame) -> np.ndarray:
-    """One path's band series: float32, shape (columns, steps)."""
-    return np.ascontiguousarray(timeseries[list(BAND_COLUMNS)].to_numpy(dtype=np.float32).T)
+    """One path's band series: float32, shape (columns, steps). ``gpus_needed`` is the GPUs
+    serving inference plus the shortfall: what demand asked for."""
+    frame = timeseries.assign(gpus_needed=timeseries["gpus_inference"] + timeseries["shortfall_gpus"])
+    return np.ascontiguousarray(frame[list(BAND_COLUMNS)].to_numpy(dtype=np.float32).T)
 
 
 class BandStore:

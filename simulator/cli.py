@@ -120,6 +120,7 @@ def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
 @click.option("--keep-paths", "keep_paths", type=_KeepPaths(), default=str(DEFAULT_KEEP_PATHS), show_default=True,
               metavar="N|all", help="Paths whose full series go into timeseries/pools/models/jobs.parquet "
               "(bands.parquet, pnl.parquet and summary.json always cover every path).")
+@click.option("--no-report", is_flag=True, help="Skip report.html and plots/ (render them later with `fleetcast report`).")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=_SET_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def run(
@@ -130,6 +131,7 @@ def run(
     workers: int | None,
     scheduler: str | None,
     keep_paths: int | None,
+    no_report: bool,
     overrides: tuple[str, ...],
     quiet: bool,
 ) -> None:
@@ -146,7 +148,7 @@ def run(
         resolved, paths=paths, seed=seed, workers=workers, scheduler=scheduler, keep_paths=keep_paths,
         show_progress=not quiet,
     )
-    results.save(directory)
+    results.save(directory, report=not no_report)
     if quiet:
         return
     summaries = results.summaries() if isinstance(results, VariantResults) else {"": results.summary}
@@ -350,3 +352,6 @@ def _safe_dir_name(name: str) -> str:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+from simulator import cli_report  # noqa: E402,F401 - registers report, compare and schema

@@ -98,3 +98,22 @@ def write_run_files(
         path.write_bytes(payload)
     text = json.dumps(summary, indent=2, allow_nan=False)
     (target / RUN_MARKER).write_text(text + "\n", encoding="utf-8")
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Write a file whole or not at all (a temporary sibling renamed over it)."""
+    path = Path(path)
+    if path.is_dir():
+        raise OutputError(f"--out {path}: is a directory")
+    parent = path.resolve().parent
+    if not parent.is_dir():
+        raise OutputError(f"--out {path}: no folder {parent}")
+    handle = tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=parent, prefix=f".{path.name}.", delete=False)  # noqa: SIM115
+    try:
+        with handle:
+            handle.write(text)
+        os.replace(handle.name, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(handle.name)
+        raise

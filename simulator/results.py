@@ -148,14 +148,16 @@ class Results:
     def kept_paths(self) -> int:
         return int(self.summary["kept_paths"])
 
-    def save(self, directory: str | Path) -> Path:
-        """Write the run directory atomically; an earlier one at that path is replaced whole."""
+    def save(self, directory: str | Path, report: bool = True) -> Path:
+        """Write the run directory (with its report unless ``report`` is False) atomically; an
+        earlier one at that path is replaced whole."""
         with staged_directory(Path(directory)) as staging:
-            self.write_files(staging)
+            self.write_files(staging, report=report)
         return Path(directory)
 
-    def write_files(self, target: Path, scenario: Scenario | None = None) -> None:
-        """Write this run's files into ``target`` (not atomic on its own; see :meth:`save`).
+    def write_files(self, target: Path, scenario: Scenario | None = None, report: bool = True) -> None:
+        """Write this run's files into ``target`` (not atomic on its own; see :meth:`save`),
+        and its report (``report.html``, ``plots/``) unless ``report`` is False.
 
         ``scenario`` replaces the one written as ``scenario.resolved.yaml`` (a variant run
         writes the scenario with all its variants at the top).
@@ -170,6 +172,10 @@ class Results:
             tables["inputs.parquet"] = self.inputs
         resolved = dump_scenario(scenario or self.scenario)
         write_run_files(target, tables=tables, summary=self.summary, resolved_yaml=resolved)
+        if report:
+            from simulator.report import render_report
+
+            render_report(target, variants=False)
 
     def __repr__(self) -> str:
         return (f"Results(scenario={self.scenario.name!r}, paths={self.summary['paths']}, "

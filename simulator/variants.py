@@ -70,15 +70,15 @@ class VariantResults:
     def comparison(self) -> pd.DataFrame:
         return comparison_table({name: result.summary for name, result in self.results.items()})
 
-    def save(self, directory: str | Path) -> Path:
+    def save(self, directory: str | Path, report: bool = True) -> Path:
         """The base run's files at the top, each variant under ``variants/<name>/``, and
         ``comparison.csv``; written atomically as one directory."""
         with staged_directory(Path(directory)) as staging:
             for name, result in self.results.items():
                 if name != BASE:
-                    result.write_files(staging / "variants" / name)
+                    result.write_files(staging / "variants" / name, report=report)
             self.comparison.to_csv(staging / "comparison.csv", index=True)
-            self.results[BASE].write_files(staging, self.scenario)
+            self.results[BASE].write_files(staging, self.scenario, report=report)
         return Path(directory)
 
 

@@ -1,0 +1,86 @@
+"""``fleetcast compare DIR…``: runs side by side, as overlaid fan charts and a table.
+
+The runs may be of different scenarios or variants of one; a run directory that holds
+variants brings them all (its base first). Labels are the scenario names, or
+``scenario · variant`` for variants, made unique when two runs share a name.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from simulator.errors import RunConfigurationError
+from simulator.output import staged_directory
+from simulator.report.figures import overlaid
+from simulator.report.html import Chart, _png, render_page
+from simulator.report.rundata import RunData, load_run
+from simulator.report.tables import comparison_table
+from simulator.variants import comparison_table as headline_differences
+
+CHARTS = (
+    ("demand_requests", "Demand", "requests per step", 1.0, "max"),
+    ("gpus_available", "GPUs available", "GPUs", 1.0, "min"),
+    ("shortfall_gpus", "Capacity shortfall", "GPUs short", 1.0, "max"),
+    ("slo_attainment", "SLO attainment", "% of requests within SLO", 100.0, "min"),
+    ("cost_usd", "Cost", "USD per step", 1.0, "max"),
+    ("gross_margin_usd", "Gross margin", "USD per step", 1.0, "max"),
+)
+
+
+def collect_runs(directories: list[str | Path]) -> dict[str, RunData]:
+    """Label → run, variants of a run directory included."""
+    runs: dict[str, RunData] = {}
+
+    def add(label: str, run: RunData) -> None:
+        unique, n = label, 2
+        while unique in runs:
+            unique, n = f"{label} ({n})", n + 1
+        runs[unique] = run
+
+    for directory in directories:
+        run = load_run(directory)
+        variants = run.variant_directories()
+        add(f"{run.name} · base" if variants else run.name, run)
+        for name, child in variants.items():
+            add(f"{run.name} · {name}", load_run(child))
+    if len(runs) < 2:
+        raise RunConfigurationError("compare needs at least two runs (or one run with variants)")
+    return runs
+
+
+def render_comparison(directories: list[str | Path], out: str | Path) -> Path:
+    """Write ``report.html``, ``comparison.csv`` and ``plots/`` of the comparison into ``out``
+    (atomically); returns the report's path."""
+    runs = collect_runs(directories)
+    charts = {
+        metric: Chart(f"{title}: P10–P90 over paths, per run.", _png(overlaid(runs, metric, title, ylabel, scale, how)))
+        for metric, title, ylabel, scale, how in CHARTS
+    }
+    differences = headline_differences({label: run.summary for label, run in runs.items()})
+    table = differences.reset_index().rename(columns={"variant": "run"})
+    sources = pd.DataFrame({"run": list(runs), "directory": [str(run.directory) for run in runs.values()],
+                            "paths": [run.summary["paths"] for run in runs.values()],
+                            "start": [run.summary["start"][:10] for run in runs.values()],
+                            "end": [run.summary["end"][:10] for run in runs.values()]})
+    html = render_page(
+        "compare.html.j2",
+        title="Comparison: " + ", ".join(runs),
+        charts=charts,
+        differences=comparison_table(table),
+        sources=comparison_table(sources),
+        expected_tables=2,
+    )
+    out = Path(out)
+    with staged_directory(out) as staging:
+        (staging / "plots").mkdir()
+        for name, chart in charts.items():
+            (staging / "plots" / f"{name}.png").write_bytes(chart.png)
+        table.to_csv(staging / "comparison.csv", index=False)
+        (staging / "report.html").write_text(html, encoding="utf-8")
+        # summary.json marks a directory Fleetcast may replace (a later comparison).
+        (staging / "summary.json").write_text(json.dumps(
+            {"comparison": {label: str(run.directory) for label, run in runs.items()}}, indent=2) + "\n")
+    return out / "report.html"

@@ -1,0 +1,239 @@
+"""The report's charts, drawn with matplotlib from a run's bands and monthly P&L.
+
+Every chart is a function of :class:`~simulator.report.rundata.RunData` (or of several, for
+comparisons) returning a ``Figure``; nothing here touches pyplot's global state, so charts can
+be drawn from any thread. Fan charts shade P5–P95 lightly and P10–P90 darker around the
+P50 line; those bands are per-step quantiles over every path (``bands.parquet``). Monthly
+money comes from ``pnl.parquet`` (every path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, PercentFormatter
+
+from simulator.report.rundata import RunData
+
+PALETTE = ("#1f77b4", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#666666")
+COGS = {
+    "cogs_depreciation_usd": "depreciation",
+    "cogs_cloud_usd": "cloud and API",
+    "cogs_energy_usd": "energy",
+    "cogs_facility_usd": "facility",
+    "cogs_other_usd": "other",
+}
+RND = {"rnd_compute_usd": "training compute (R&D)"}
+
+
+def _figure(rows: int = 1, height: float = 3.0) -> tuple[Figure, list]:
+    fig = Figure(figsize=(10, height * rows), layout="constrained")
+    axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
+    for ax in axes:
+        ax.grid(alpha=0.25, linewidth=0.6)
+        ax.spines[["top", "right"]].set_visible(False)
+    return fig, list(axes)
+
+
+#: Shaded areas are drawn on at most this many points (a chart is about 1,000 pixels wide).
+MAX_SHADED_POINTS = 1500
+
+
+def _envelope(t: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Groups of consecutive steps reduced to (first time, lowest low, highest high): the
+    shaded area keeps every excursion while costing a fixed number of points."""
+    size = -(-len(t) // MAX_SHADED_POINTS)
+    if size <= 1:
+        return t, low, high
+    starts = np.arange(0, len(t), size)
+    return t[starts], np.minimum.reduceat(low, starts), np.maximum.reduceat(high, starts)
+
+
+#: Horizons longer than this, at steps shorter than a day, are charted one point per day.
+DAILY_AFTER = pd.Timedelta(days=45)
+QUANTILE_COLUMNS = ("mean", "p5", "p10", "p50", "p90", "p95")
+
+
+def daily(band: pd.DataFrame, how: str) -> pd.DataFrame:
+    """Each quantile's highest (``how="max"``) or lowest (``"min"``) value of each day, for
+    long horizons at sub-daily steps: the daily cycle of an hourly series would hide the
+    spread between paths, and capacity is planned for the peak hour."""
+    times = band["time"]
+    if len(times) < 3 or times.iloc[-1] - times.iloc[0] <= DAILY_AFTER or times.iloc[1] - times.iloc[0] >= pd.Timedelta(days=1):
+        return band
+    grouped = band.groupby(times.dt.floor("D"))[list(QUANTILE_COLUMNS)]
+    out = grouped.max() if how == "max" else grouped.min()
+    return out.rename_axis("time").reset_index()
+
+
+def is_daily(run: RunData) -> bool:
+    band = run.band("demand_requests")
+    return len(daily(band, "max")) < len(band)
+
+
+def fan(ax, band: pd.DataFrame, color: str, label: str, scale: float = 1.0, step: bool = True) -> None:
+    """P5–P95 and P10–P90 shaded, P50 drawn, of one band."""
+    t = band["time"].to_numpy()
+    for low, high, alpha, text in (("p5", "p95", 0.12, None), ("p10", "p90", 0.30, f"{label}: P10–P90")):
+        x, lower, upper = _envelope(t, band[low].to_numpy() * scale, band[high].to_numpy() * scale)
+        ax.fill_between(x, lower, upper, color=color, alpha=alpha, linewidth=0, label=text,
+                        step="post" if step else None)
+    ax.plot(t, band["p50"].to_numpy() * scale, color=color, linewidth=1.1, label=f"{label}: P50",
+            drawstyle="steps-post" if step else "default")
+
+
+def _money(ax) -> None:
+    def text(value: float, _: object) -> str:
+        size = abs(value)
+        sign = "−" if value < 0 else ""
+        if size >= 1e9:
+            return f"{sign}${size / 1e9:,.1f}B"
+        if size >= 1e6:
+            return f"{sign}${size / 1e6:,.1f}M"
+        if size >= 1e3:
+            return f"{sign}${size / 1e3:,.0f}k"
+        return f"{sign}${size:,.0f}"
+
+    ax.yaxis.set_major_formatter(FuncFormatter(text))
+
+
+def demand_capacity(run: RunData) -> Figure:
+    fig, (top, bottom) = _figure(2)
+    fan(top, daily(run.band("demand_requests"), "max"), PALETTE[0], "demand")
+    served = daily(run.band("served_requests"), "max")
+    top.plot(served["time"], served["p50"], color=PALETTE[1], linewidth=0.9, label="served: P50",
+             drawstyle="steps-post")
+    top.set_ylabel("requests per step" + (", daily peak" if is_daily(run) else ""))
+    top.set_title("Demand against capacity")
+    top.legend(loc="upper left", fontsize=8)
+    fan(bottom, daily(run.band("gpus_needed"), "max"), PALETTE[0], "GPUs needed")
+    fan(bottom, daily(run.band("gpus_available"), "min"), PALETTE[2], "GPUs available")
+    bottom.set_ylabel("GPUs")
+    bottom.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+def shortfall_slo(run: RunData) -> Figure:
+    fig, (top, bottom) = _figure(2)
+    fan(top, daily(run.band("shortfall_gpus"), "max"), PALETTE[1], "shortfall")
+    top.set_ylabel("GPUs short")
+    top.set_title("Capacity shortfall and SLO attainment")
+    top.legend(loc="upper left", fontsize=8)
+    fan(bottom, daily(run.band("slo_attainment"), "min"), PALETTE[2], "SLO attainment", scale=100.0)
+    bottom.yaxis.set_major_formatter(PercentFormatter())
+    bottom.set_ylabel("requests within SLO")
+    bottom.legend(loc="lower left", fontsize=8)
+    return fig
+
+
+def gpus_by_use(run: RunData) -> Figure:
+    """Means over paths, which add up: inference + training + idle = available."""
+    fig, (ax,) = _figure(1, 3.4)
+    mean = {name: run.band(name)["mean"].to_numpy() for name in
+            ("gpus_inference", "gpus_training", "gpus_idle", "gpus_available", "gpus_installed")}
+    times = run.band("gpus_installed")["time"].to_numpy()
+    failed = np.maximum(mean["gpus_installed"] - mean["gpus_available"], 0.0)
+    ax.stackplot(times, mean["gpus_inference"], mean["gpus_training"], mean["gpus_idle"], failed,
+                 labels=["inference", "training", "idle", "failed or in repair"],
+                 colors=[PALETTE[0], PALETTE[3], "#cccccc", PALETTE[1]], linewidth=0)
+    ax.set_ylabel("GPUs (mean over paths)")
+    ax.set_title("GPUs by use")
+    ax.legend(loc="upper left", fontsize=8, ncols=4)
+    return fig
+
+
+def _monthly(pnl: pd.DataFrame, columns: Sequence[str], how: str = "mean") -> pd.DataFrame:
+    grouped = pnl.groupby("month")[list(columns)]
+    return grouped.mean() if how == "mean" else grouped.quantile(float(how))
+
+
+def cost_stack(run: RunData) -> Figure:
+    fig, (ax,) = _figure(1, 3.4)
+    monthly = _monthly(run.pnl, [*COGS, *RND])
+    x = np.arange(len(monthly))
+    bottom = np.zeros(len(monthly))
+    for i, (column, label) in enumerate({**COGS, **RND}.items()):
+        values = monthly[column].to_numpy()
+        if not np.any(values):
+            continue
+        ax.bar(x, values, bottom=bottom, color=PALETTE[i % len(PALETTE)], label=label, width=0.8)
+        bottom += values
+    _month_ticks(ax, monthly.index)
+    _money(ax)
+    ax.set_ylabel("per month (mean over paths)")
+    ax.set_title("Cost stack")
+    ax.legend(loc="upper left", fontsize=8, ncols=3)
+    return fig
+
+
+def revenue_margin(run: RunData) -> Figure:
+    fig, (top, bottom) = _figure(2)
+    months = run.pnl["month"].drop_duplicates().sort_values()
+    x = np.arange(len(months))
+    for ax, columns in ((top, (("revenue_usd", "revenue", PALETTE[0]), ("gross_margin_usd", "gross margin", PALETTE[2]))),
+                        (bottom, (("cumulative_cash_usd", "cumulative cash", PALETTE[3]),))):
+        for column, label, color in columns:
+            band = pd.DataFrame({name: _monthly(run.pnl, [column], q)[column].to_numpy()
+                                 for name, q in (("p5", "0.05"), ("p10", "0.1"), ("p50", "0.5"), ("p90", "0.9"),
+                                                 ("p95", "0.95"))})
+            band["time"] = x
+            fan(ax, band, color, label, step=False)
+        ax.axhline(0.0, color="black", linewidth=0.7)
+        _money(ax)
+        ax.legend(loc="upper left", fontsize=8)
+    top.set_ylabel("per month")
+    top.set_title("Revenue and gross margin")
+    bottom.set_ylabel("since the start")
+    _month_ticks(bottom, months)
+    return fig
+
+
+def training_queue(run: RunData) -> Figure:
+    fig, (ax,) = _figure(1, 3.0)
+    fan(ax, daily(run.band("training_jobs_queued"), "max"), PALETTE[1], "jobs queued")
+    fan(ax, daily(run.band("training_jobs_running"), "max"), PALETTE[3], "jobs running")
+    ax.set_ylabel("jobs")
+    ax.set_title("Training queue")
+    ax.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+def _month_ticks(ax, months: Sequence) -> None:
+    labels = [pd.Timestamp(m).strftime("%Y-%m") for m in months]
+    every = max(1, -(-len(labels) // 9))
+    ax.set_xticks(range(0, len(labels), every), labels[::every], rotation=0, fontsize=8)
+
+
+def overlaid(runs: dict[str, RunData], metric: str, title: str, ylabel: str, scale: float = 1.0,
+             how: str = "max") -> Figure:
+    """One band of several runs on one chart (``fleetcast compare``)."""
+    fig, (ax,) = _figure(1, 3.2)
+    for i, (label, run) in enumerate(runs.items()):
+        fan(ax, daily(run.band(metric), how), PALETTE[i % len(PALETTE)], label, scale=scale)
+    ax.set_title(title)
+    ax.set_ylabel(ylabel)
+    ax.legend(loc="upper left", fontsize=8)
+    return fig
+
+
+def run_figures(run: RunData) -> dict[str, tuple[str, Figure]]:
+    """The charts of one run's report: name → (caption, figure)."""
+    per_day = (" Long hourly runs are drawn one point per day: each quantile's peak of the day "
+               "(for GPUs available and SLO attainment, its low)." if is_daily(run) else "")
+    charts = {
+        "demand_capacity": ("Demand and the GPUs it needs against the GPUs available, P10–P90 over paths." + per_day,
+                            demand_capacity(run)),
+        "shortfall_slo": ("GPUs short of demand, and the share of requests served within the SLO." + per_day,
+                          shortfall_slo(run)),
+        "gpus_by_use": ("Installed GPUs by use (means over paths, which add up).", gpus_by_use(run)),
+        "cost_stack": ("Monthly cost by component (mean over paths); training compute is R&D, below gross margin.",
+                       cost_stack(run)),
+        "revenue_margin": ("Monthly revenue and gross margin, and cumulative cash, P10–P90 over paths.",
+                           revenue_margin(run)),
+    }
+    if run.has_training:
+        charts["training_queue"] = ("Training jobs waiting and running, P10–P90 over paths.", training_queue(run))
+    return charts

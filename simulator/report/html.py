@@ -1,0 +1,122 @@
+"""``report.html`` and ``plots/*.png`` of a run directory.
+
+The page is self-contained: charts are embedded as PNG data, styles inline, nothing loaded
+from the network. Every text that comes from a scenario goes through Jinja2's autoescaping
+(tables included: they are rendered by the template, not pasted in as HTML). A short inline
+script checks on load that every chart decoded and every table has rows, and says so in
+attributes of ``<body>`` (and on the console if not): the browser test reads them.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import pandas as pd
+
+from simulator.report.figures import run_figures
+from simulator.report.rundata import RunData, load_run
+from simulator.report.tables import (
+    assumptions_table,
+    comparison_table,
+    headline_table,
+    key_findings,
+    pnl_table,
+)
+
+_TEMPLATES = Path(__file__).with_name("templates")
+_ENVIRONMENT = jinja2.Environment(loader=jinja2.FileSystemLoader(_TEMPLATES), autoescape=True,
+                                  undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+@dataclass
+class Chart:
+    caption: str
+    png: bytes
+
+    @property
+    def png_base64(self) -> str:
+        return base64.b64encode(self.png).decode("ascii")
+
+
+def _png(figure: Any, dpi: int = 96) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+def _version() -> str:
+    try:
+        return version("fleetcast")
+    except PackageNotFoundError:
+        return "dev"
+
+
+def render_page(template: str, **context: Any) -> str:
+    return _ENVIRONMENT.get_template(template).render(version=_version(),
+                                                      generated=pd.Timestamp.now().strftime("%Y-%m-%d %H:%M"),
+                                                      **context)
+
+
+def write_report_files(directory: Path, html: str, charts: dict[str, Chart]) -> None:
+    """``report.html`` and ``plots/`` into ``directory``, each replaced whole (a reader sees
+    the old report or the new one, never half of one)."""
+    directory = Path(directory)
+    staging = Path(tempfile.mkdtemp(prefix=".report-", dir=directory))
+    try:
+        plots = staging / "plots"
+        plots.mkdir()
+        for name, chart in charts.items():
+            (plots / f"{name}.png").write_bytes(chart.png)
+        (staging / "report.html").write_text(html, encoding="utf-8")
+        old = directory / "plots"
+        if old.exists():
+            os.rename(old, staging / "plots.old")
+        os.rename(plots, old)
+        os.replace(staging / "report.html", directory / "report.html")
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def render_report(directory: str | Path, *, variants: bool = True) -> Path:
+    """Render ``report.html`` and ``plots/`` of the run in ``directory`` (and of each of its
+    variants when ``variants``); returns the report's path."""
+    run = load_run(directory)
+    charts = {name: Chart(caption, _png(figure)) for name, (caption, figure) in run_figures(run).items()}
+    tables = {
+        "headline": headline_table(run.summary),
+        "pnl": pnl_table(run.pnl),
+        "comparison": comparison_table(run.comparison) if run.comparison is not None else None,
+        "assumptions": assumptions_table(run.scenario),
+    }
+    html = render_page(
+        "report.html.j2",
+        title=run.name,
+        meta=_meta(run),
+        findings=key_findings(run.summary),
+        charts=charts,
+        tables=tables,
+        expected_tables=sum(table is not None for table in tables.values()),
+        resolved_yaml=run.resolved_yaml,
+    )
+    write_report_files(run.directory, html, charts)
+    if variants:
+        for child in run.variant_directories().values():
+            render_report(child, variants=False)
+    return run.directory / "report.html"
+
+
+def _meta(run: RunData) -> str:
+    s = run.summary
+    kept = s.get("kept_paths", s["paths"])
+    kept_text = "" if kept >= s["paths"] else f"; per-path series kept for {kept}"
+    return (f"{s['paths']:,} Monte Carlo paths (seed {s['seed']}){kept_text} · {s['start'][:10]} to {s['end'][:10]} "
+            f"in steps of {s['step']} · bands over every path")

@@ -1,0 +1,165 @@
+"""The report's tables and key findings, as plain rows of text (the template escapes them).
+
+A table is ``{"columns": [...], "rows": [[{"text": ..., "negative": bool}, ...], ...]}``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from simulator.summary import headline
+
+COST_COMPONENTS = {
+    "cost_depreciation_usd": "depreciation",
+    "cost_cloud_usd": "cloud and API",
+    "cost_energy_usd": "energy",
+    "cost_facility_usd": "facility",
+    "cost_other_usd": "other costs",
+}
+PNL_COLUMNS = {
+    "revenue_usd": "Revenue",
+    "cogs_usd": "COGS",
+    "gross_margin_usd": "Gross margin",
+    "gross_margin_pct": "Margin %",
+    "rnd_compute_usd": "Training (R&D)",
+    "operating_result_usd": "Operating result",
+    "cumulative_cash_usd": "Cumulative cash",
+}
+
+
+def _cell(value: Any, kind: str = "text") -> dict[str, Any]:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return {"text": "–", "negative": False}
+    if kind == "usd":
+        return {"text": f"${value:,.0f}" if value >= 0 else f"−${-value:,.0f}", "negative": value < 0}
+    if kind == "pct":
+        return {"text": f"{value:.1f}%", "negative": value < 0}
+    if kind == "share":
+        return {"text": f"{value:.1%}", "negative": False}
+    if kind == "number":
+        return {"text": f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}", "negative": value < 0}
+    return {"text": str(value), "negative": False}
+
+
+def _table(columns: list[str], rows: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    return {"columns": columns, "rows": rows}
+
+
+def headline_table(summary: dict[str, Any]) -> dict[str, Any]:
+    return _table(["Figure", "Value"], [[_cell(label), _cell(text)] for label, text in headline(summary)])
+
+
+def pnl_table(pnl: pd.DataFrame) -> dict[str, Any]:
+    grouped = pnl.groupby("month")
+    means = grouped[list(PNL_COLUMNS)].mean()
+    margin_p10 = grouped["gross_margin_usd"].quantile(0.10)
+    rows = []
+    for month, row in means.iterrows():
+        cells = [_cell(pd.Timestamp(month).strftime("%Y-%m"))]
+        for column in PNL_COLUMNS:
+            cells.append(_cell(row[column], "pct" if column.endswith("_pct") else "usd"))
+        cells.insert(4, _cell(margin_p10[month], "usd"))
+        rows.append(cells)
+    columns = ["Month", *PNL_COLUMNS.values()]
+    columns.insert(4, "Gross margin P10")
+    return _table(columns, rows)
+
+
+def comparison_table(comparison: pd.DataFrame) -> dict[str, Any]:
+    """Headline figures side by side: one row per variant or run."""
+    kinds = {"share_served_p50": "share", "shortfall_probability": "share", "utilization_p50": "share",
+             "gross_margin_pct_p50": "pct"}
+    rows = []
+    for _, row in comparison.iterrows():
+        cells = []
+        for column in comparison.columns:
+            value = row[column]
+            if isinstance(value, str):
+                cells.append(_cell(value[:10] if _is_timestamp(value) else value))
+            elif pd.isna(value):
+                cells.append(_cell(None))
+            elif "_usd_" in column:
+                cells.append(_cell(float(value), "usd"))
+            else:
+                cells.append(_cell(float(value), kinds.get(column, "number")))
+        rows.append(cells)
+    return _table([str(column).replace("_", " ") for column in comparison.columns], rows)
+
+
+def _is_timestamp(text: str) -> bool:
+    return len(text) >= 10 and text[4:5] == "-" and text[7:8] == "-" and text[:4].isdigit()
+
+
+def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
+    """What the run assumed, one row per setting that shapes the answer most."""
+    rows: list[list[dict[str, Any]]] = []
+
+    def add(what: str, value: Any) -> None:
+        rows.append([_cell(what), _cell(value)])
+
+    horizon = scenario.get("horizon", {})
+    add("Horizon", f"{horizon.get('start')} for {horizon.get('duration')} in steps of {horizon.get('step')}")
+    add("Paths and seed", f"{scenario.get('paths')} paths, seed {scenario.get('seed')}")
+    for pool in scenario.get("fleet", {}).get("pools", []):
+        acquisition = pool.get("acquisition") or {}
+        orders = pool.get("orders") or []
+        ordered = sum(order.get("count", 0) for order in orders)
+        add(f"Pool {pool.get('name')}",
+            f"{pool.get('count')} × {pool.get('gpu')}, {acquisition.get('type', 'owned')}"
+            + (f"; {ordered} more ordered in {len(orders)} orders" if orders else ""))
+    for model in scenario.get("models", []):
+        demand = model.get("demand") or {}
+        growth = demand.get("growth") or {}
+        add(f"Model {model.get('name')}",
+            f"{demand.get('base_rps')} requests/s at the start, growth {growth.get('kind', 'constant')}, "
+            f"on {', '.join(model.get('pools') or [])}")
+    pricing = scenario.get("pricing") or {}
+    if pricing:
+        add("Token prices", f"${pricing.get('input_usd_per_1m')} per 1M input, ${pricing.get('output_usd_per_1m')} per 1M output")
+    training = scenario.get("training") or {}
+    if training.get("jobs") or training.get("streams"):
+        add("Training", f"{len(training.get('jobs') or [])} jobs, {len(training.get('streams') or [])} streams")
+    if scenario.get("uncertain"):
+        add("Uncertain inputs", ", ".join(sorted(scenario["uncertain"])))
+    return _table(["Assumption", "Value"], rows)
+
+
+def key_findings(summary: dict[str, Any]) -> list[dict[str, str]]:
+    """The few sentences a reader wants first: when it runs short, when margin turns, what costs most."""
+    findings = []
+    first = summary["first_shortfall_time"]
+    if not first["probability"]:
+        findings.append({"label": "First shortfall", "value": "none within the horizon",
+                         "note": f"no path of {summary['paths']:,} runs short"})
+    else:
+        def day(value: str | None) -> str:
+            return "after the horizon" if value is None else value[:10]
+
+        findings.append({"label": "First shortfall", "value": f"P50 {day(first['p50'])}",
+                         "note": f"P10 {day(first['p10'])} – P90 {day(first['p90'])}; "
+                                 f"{first['probability']:.0%} of paths run short"})
+    positive = summary["break_even"]["gross_margin_positive_month"]
+    if not positive["probability"]:
+        findings.append({"label": "Gross margin turns positive", "value": "not within the horizon", "note": ""})
+    else:
+        month = positive["p50"][:7] if positive["p50"] else "after the horizon"
+        findings.append({"label": "Gross margin turns positive", "value": month,
+                         "note": f"in {positive['probability']:.0%} of paths within the horizon"})
+    totals = summary["totals"]
+    costs = {label: totals.get(column) or 0.0 for column, label in COST_COMPONENTS.items()}
+    total = totals.get("cost_usd") or 0.0
+    largest = max(costs, key=costs.get)
+    findings.append({"label": "Largest cost", "value": largest,
+                     "note": f"${costs[largest]:,.0f}, {costs[largest] / total:.0%} of all cost" if total > 0 else ""})
+    margin = summary["quantiles"]["gross_margin_usd"]
+    findings.append({"label": "Gross margin over the horizon", "value": _cell(margin["p50"], "usd")["text"] + " (P50)",
+                     "note": f"P10 {_cell(margin['p10'], 'usd')['text']} – P90 {_cell(margin['p90'], 'usd')['text']}"})
+    training = summary.get("training")
+    if training:
+        wait = training["wait_s"]["p50"]
+        findings.append({"label": "Training", "value": f"{training['jobs_completed_share']:.0%} of jobs finished",
+                         "note": "median wait " + ("–" if wait is None else f"{wait / 3600:.1f} h")})
+    return findings

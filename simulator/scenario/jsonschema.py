@@ -1,0 +1,61 @@
+"""The scenario's JSON Schema, for completion and checking in editors (``fleetcast schema``).
+
+Pydantic writes the schema of the models; two things are added to say what the loader
+accepts beyond them: any number or duration may instead be a distribution drawn per path
+(``{dist: lognormal, median: …, p90: …}``, see :mod:`simulator.scenario.uncertain`), except
+the fields that shape the run (name, horizon, seed, paths); and defaults of durations are
+written as durations (``"1h"``), as a scenario would write them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.scenario.scenario import Scenario
+from simulator.scenario.uncertain import FIXED_FIELDS
+from simulator.units import format_duration
+
+SCHEMA_ID = "https://fleetcast.dev/schema/scenario.json"
+_DISTRIBUTION = {"$ref": "#/$defs/Uncertain"}
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    schema = Scenario.model_json_schema(mode="validation")
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
+    schema["title"] = "Fleetcast scenario"
+    definitions = schema["$defs"]
+    for name, definition in definitions.items():
+        if name not in ("Uncertain", "Horizon"):  # the horizon shapes the run: never drawn
+            _walk(definition)
+    for name, prop in schema["properties"].items():
+        if name not in FIXED_FIELDS:
+            schema["properties"][name] = _walk(prop)
+    return schema
+
+
+def _is_duration(node: dict[str, Any]) -> bool:
+    return node.get("type") == "string" and "15min" in node.get("examples", ())
+
+
+def _walk(node: Any) -> Any:
+    """Allow a distribution wherever a number or duration is; fix duration defaults."""
+    if isinstance(node, list):
+        return [_walk(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if "properties" in node:
+        node["properties"] = {key: _walk(value) for key, value in node["properties"].items()}
+    for key in ("items", "additionalProperties"):
+        if isinstance(node.get(key), dict):
+            node[key] = _walk(node[key])
+    if "anyOf" in node:
+        node["anyOf"] = [_walk(option) for option in node["anyOf"]]
+        if any(_is_duration(option) for option in node["anyOf"]) and isinstance(node.get("default"), int | float):
+            node["default"] = format_duration(float(node["default"]))
+        return node
+    if _is_duration(node) and isinstance(node.get("default"), int | float):
+        node["default"] = format_duration(float(node["default"]))
+    if node.get("type") in ("number", "integer") or _is_duration(node):
+        outer = {key: node.pop(key) for key in ("title", "description", "default") if key in node}
+        return {**outer, "anyOf": [node, _DISTRIBUTION]}
+    return node
