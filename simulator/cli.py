@@ -81,7 +81,7 @@ class _KeepPaths(click.ParamType):
         text = str(value).strip().lower()
         if text == "all":
             return None
-        if text.isdigit():
+        if text.isascii() and text.isdigit():
             return int(text)
         self.fail(f"expected a number of paths or 'all', got {value!r}", param, ctx)
         return None
@@ -350,8 +350,11 @@ def _safe_dir_name(name: str) -> str:
     return cleaned or "scenario"
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 from simulator import cli_report  # noqa: E402,F401 - registers report, compare and schema
+
+if __name__ == "__main__":  # pragma: no cover
+    # `python -m simulator.cli` runs this file as __main__: use the imported module's group,
+    # on which cli_report registered its commands.
+    from simulator.cli import main as fleetcast
+
+    fleetcast()

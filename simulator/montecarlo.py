@@ -22,6 +22,7 @@ from simulator.api import load_scenario
 from simulator.compiled import CompiledScenario, compile_scenario
 from simulator.digest import PathDigest, digest_path
 from simulator.engine import STREAM_INPUTS, path_generator, run_path
+from simulator.resources import check_resources
 from simulator.results import DEFAULT_KEEP_PATHS, Results, RunAggregator, kept_count
 from simulator.scenario import Scenario, ScenarioError
 
@@ -61,8 +62,10 @@ def simulate(
         update["seed"] = int(seed)
     if update:
         scenario = load_scenario(scenario, update)
+    kept = kept_count(scenario.paths, keep_paths)
+    check_resources(scenario, scenario.paths, kept, _local_workers(executor, workers, scenario.paths))
     plan = compile_scenario(scenario)
-    task = PathTask(scenario, plan, kept_count(scenario.paths, keep_paths))
+    task = PathTask(scenario, plan, kept)
     aggregator = RunAggregator(scenario, scenario.paths, keep_paths)
     try:
         for digest in _run_paths(task, scenario.seed, scenario.paths, executor, workers, progress):
@@ -71,6 +74,14 @@ def simulate(
         aggregator.close()
         raise
     return aggregator.finish()
+
+
+def _local_workers(executor: object, workers: int | None, n_paths: int) -> int:
+    """Worker processes this machine will run (0: the paths run here, or elsewhere)."""
+    if executor not in (None, "local"):
+        return 0
+    workers = workers if workers is not None else (os.cpu_count() or 1)
+    return 0 if workers <= 1 or n_paths == 1 else min(workers, n_paths)
 
 
 class PathTask:

@@ -112,6 +112,9 @@ def write_text_atomically(path: Path, text: str) -> None:
     try:
         with handle:
             handle.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(handle.name, 0o666 & ~umask)  # as a plain open() would have made it
         os.replace(handle.name, path)
     except BaseException:
         with contextlib.suppress(OSError):

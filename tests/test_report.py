@@ -12,7 +12,9 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+import simulator
 from simulator.cli import main
+from simulator.scenario import dump_scenario
 from tests import browser
 
 ROOT = Path(__file__).parents[1]
@@ -139,9 +141,16 @@ def test_schema_accepts_the_shipped_scenarios_and_flags_mistakes(tmp_path):
     for path in sorted(SCENARIOS.glob("*.yaml")):
         data = yaml.safe_load(path.read_text())
         assert not list(validator.iter_errors(json.loads(json.dumps(data, default=str)))), path.name
+        resolved = simulator.load_scenario(path)
+        assert not list(validator.iter_errors(json.loads(json.dumps(yaml.safe_load(dump_scenario(resolved)),
+                                                                      default=str)))), path.name
     launch = json.loads(json.dumps(yaml.safe_load((SCENARIOS / "launch.yaml").read_text()), default=str))
     launch["fleet"]["pools"][0]["count"] = {"dist": "triangular", "low": 200, "mode": 256, "high": 256}
-    assert not list(validator.iter_errors(launch))  # a distribution where a number goes
+    launch["fleet"]["pools"][0]["changes"][0]["at"] = {"dist": "uniform", "low": "180d", "high": "240d"}
+    launch["gpus"] = {"H100": {"price_usd": 28000}}  # a catalog type in part
+    launch["training"]["review_every"] = 7200  # plain seconds
+    assert not list(validator.iter_errors(launch))
+    assert simulator.load_scenario(launch, base_dir=SCENARIOS)  # the loader agrees
     typo = json.loads(json.dumps(launch))
     typo["fleet"]["pools"][0]["cuont"] = 3
     assert [list(e.path) for e in validator.iter_errors(typo)] == [["fleet", "pools", 0]]
@@ -149,3 +158,72 @@ def test_schema_accepts_the_shipped_scenarios_and_flags_mistakes(tmp_path):
     drawn_seed = json.loads(json.dumps(launch))
     drawn_seed["seed"] = {"dist": "uniform", "low": 1, "high": 2}  # the seed shapes the run: never drawn
     assert [list(e.path) for e in validator.iter_errors(drawn_seed)] == [["seed"]]
+
+
+def test_compare_never_replaces_a_run_and_keeps_labels_whole(launch_run, tmp_path):
+    result = _invoke("compare", str(launch_run), "--out", str(launch_run))
+    assert result.exit_code == 2 and "overlaps the run" in result.output
+    assert (launch_run / "bands.parquet").is_file()
+    result = _invoke("compare", str(launch_run), "--out", str(launch_run / "variants" / "buy-more-early"))
+    assert result.exit_code == 2 and "overlaps the run" in result.output
+    other = tmp_path / "other-run"
+    assert _invoke("run", str(SCENARIOS / "growth.yaml"), "--out", str(other), "--set", "horizon.duration=30d",
+                   "--set", "name=2026-03-01 plan $5 vs $10", "--paths", "2", "-q", "--no-report").exit_code == 0
+    result = _invoke("compare", str(launch_run), "--out", str(other))
+    assert result.exit_code == 2 and "not an earlier comparison" in result.output
+    out = tmp_path / "cmp"
+    result = _invoke("compare", str(other), str(launch_run / "variants" / "rent-headroom-only"), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    html = (out / "report.html").read_text()
+    assert "<td>2026-03-01 plan $5 vs $10</td>" in html  # not cut to a date, no mathtext
+    assert _invoke("compare", str(other), str(launch_run / "variants" / "rent-headroom-only"),
+                   "--out", str(out)).exit_code == 0  # an earlier comparison is replaced
+
+
+def test_unit_costs_keep_their_cents():
+    import pandas as pd
+
+    from simulator.report.tables import comparison_table
+
+    table = comparison_table(pd.DataFrame({"variant": ["NA"], "cost_per_1m_tokens_usd_p50": [0.42],
+                                           "cost_usd_p50": [1234567.0]}))
+    assert [cell["text"] for cell in table["rows"][0]] == ["NA", "$0.420", "$1,234,567"]
+
+
+def test_an_interrupted_rerender_keeps_the_plots_folder(launch_run, monkeypatch):
+    import os
+
+    from simulator.report import html
+
+    real_rename, calls = os.rename, []
+
+    def rename_then_interrupt(src, dst):
+        real_rename(src, dst)
+        calls.append(dst)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(html.os, "rename", rename_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        html.render_report(launch_run, variants=False)
+    monkeypatch.undo()
+    assert {p.stem for p in (launch_run / "plots").glob("*.png")} == CHARTS
+    assert not [p for p in launch_run.iterdir() if p.name.startswith(".report-")]
+
+
+def test_schema_file_is_readable_by_others_and_the_module_entry_has_every_command(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    out = tmp_path / "schema.json"
+    old = os.umask(0o022)
+    try:
+        assert _invoke("schema", "--out", str(out)).exit_code == 0
+    finally:
+        os.umask(old)
+    assert out.stat().st_mode & 0o777 == 0o644
+    done = subprocess.run([sys.executable, "-m", "simulator.cli", "--help"], capture_output=True, text=True, timeout=60)
+    assert all(command in done.stdout for command in ("report", "compare", "schema"))
+    result = _invoke("run", str(SCENARIOS / "growth.yaml"), "--keep-paths", "²", "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2 and not (tmp_path / "o").exists()

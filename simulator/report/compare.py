@@ -51,9 +51,27 @@ def collect_runs(directories: list[str | Path]) -> dict[str, RunData]:
     return runs
 
 
+def _check_output(out: Path, directories: list[str | Path]) -> None:
+    """``--out`` may be new, empty, or an earlier comparison; never a run or inside one."""
+    target = out.resolve()
+    for directory in directories:
+        source = Path(directory).resolve()
+        if target == source or source in target.parents or target in source.parents:
+            raise RunConfigurationError(f"--out {out}: overlaps the run {directory}; choose another directory")
+    if out.is_dir() and any(out.iterdir()):
+        try:
+            earlier = json.loads((out / "summary.json").read_text())
+        except (OSError, ValueError):
+            earlier = None
+        if not isinstance(earlier, dict) or "comparison" not in earlier:
+            raise RunConfigurationError(f"--out {out}: exists and is not an earlier comparison; refusing to replace it")
+
+
 def render_comparison(directories: list[str | Path], out: str | Path) -> Path:
     """Write ``report.html``, ``comparison.csv`` and ``plots/`` of the comparison into ``out``
     (atomically); returns the report's path."""
+    out = Path(out)
+    _check_output(out, directories)
     runs = collect_runs(directories)
     charts = {
         metric: Chart(f"{title}: P10–P90 over paths, per run.", _png(overlaid(runs, metric, title, ylabel, scale, how)))
@@ -73,7 +91,6 @@ def render_comparison(directories: list[str | Path], out: str | Path) -> Path:
         sources=comparison_table(sources),
         expected_tables=2,
     )
-    out = Path(out)
     with staged_directory(out) as staging:
         (staging / "plots").mkdir()
         for name, chart in charts.items():

@@ -74,8 +74,14 @@ def is_daily(run: RunData) -> bool:
     return len(daily(band, "max")) < len(band)
 
 
+def plain(text: str) -> str:
+    """User text as matplotlib draws it literally (``$`` would start mathtext)."""
+    return str(text).replace("$", r"\$")
+
+
 def fan(ax, band: pd.DataFrame, color: str, label: str, scale: float = 1.0, step: bool = True) -> None:
-    """P5–P95 and P10–P90 shaded, P50 drawn, of one band."""
+    """P5–P95 and P10–P90 shaded, P50 drawn, of one band (``label`` is drawn literally)."""
+    label = plain(label)
     t = band["time"].to_numpy()
     for low, high, alpha, text in (("p5", "p95", 0.12, None), ("p10", "p90", 0.30, f"{label}: P10–P90")):
         x, lower, upper = _envelope(t, band[low].to_numpy() * scale, band[high].to_numpy() * scale)

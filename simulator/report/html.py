@@ -67,22 +67,27 @@ def render_page(template: str, **context: Any) -> str:
 
 
 def write_report_files(directory: Path, html: str, charts: dict[str, Chart]) -> None:
-    """``report.html`` and ``plots/`` into ``directory``, each replaced whole (a reader sees
-    the old report or the new one, never half of one)."""
+    """``report.html`` and ``plots/`` into ``directory``. ``report.html`` (which embeds every
+    chart) is replaced in one rename; ``plots/`` is swapped right after, and put back (the new
+    one, or else the old) if the swap is interrupted, so the folder is never lost."""
     directory = Path(directory)
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=directory))
+    plots, new, old = directory / "plots", staging / "plots", staging / "plots.old"
     try:
-        plots = staging / "plots"
-        plots.mkdir()
+        new.mkdir()
         for name, chart in charts.items():
-            (plots / f"{name}.png").write_bytes(chart.png)
+            (new / f"{name}.png").write_bytes(chart.png)
         (staging / "report.html").write_text(html, encoding="utf-8")
-        old = directory / "plots"
-        if old.exists():
-            os.rename(old, staging / "plots.old")
-        os.rename(plots, old)
         os.replace(staging / "report.html", directory / "report.html")
+        if plots.exists():
+            os.rename(plots, old)
+        os.rename(new, plots)
     finally:
+        if not plots.exists():
+            for candidate in (new, old):
+                if candidate.exists():
+                    os.rename(candidate, plots)
+                    break
         shutil.rmtree(staging, ignore_errors=True)
 
 

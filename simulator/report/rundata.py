@@ -69,6 +69,9 @@ def load_run(directory: str | Path) -> RunData:
     bands["metric"] = bands["metric"].astype(str)
     comparison = None
     if (directory / "comparison.csv").is_file():
-        comparison = pd.read_csv(directory / "comparison.csv")
+        # Variant names are text whatever they look like ("NA", "001").
+        columns = pd.read_csv(directory / "comparison.csv", nrows=0).columns
+        comparison = pd.read_csv(directory / "comparison.csv", dtype={"variant": str}, keep_default_na=False,
+                                 na_values={column: [""] for column in columns if column != "variant"})
     scenario = yaml.safe_load(resolved) or {}
     return RunData(directory, summary, bands, pnl, resolved, scenario, comparison)

@@ -34,7 +34,10 @@ def _cell(value: Any, kind: str = "text") -> dict[str, Any]:
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return {"text": "–", "negative": False}
     if kind == "usd":
-        return {"text": f"${value:,.0f}" if value >= 0 else f"−${-value:,.0f}", "negative": value < 0}
+        size = abs(value)
+        digits = 0 if size >= 1000 else 2 if size >= 10 else 3  # unit costs are cents apart
+        text = f"${size:,.{digits}f}"
+        return {"text": text if value >= 0 else "−" + text, "negative": value < 0}
     if kind == "pct":
         return {"text": f"{value:.1f}%", "negative": value < 0}
     if kind == "share":
@@ -78,7 +81,7 @@ def comparison_table(comparison: pd.DataFrame) -> dict[str, Any]:
         for column in comparison.columns:
             value = row[column]
             if isinstance(value, str):
-                cells.append(_cell(value[:10] if _is_timestamp(value) else value))
+                cells.append(_cell(value[:10] if column in DATE_COLUMNS and _is_timestamp(value) else value))
             elif pd.isna(value):
                 cells.append(_cell(None))
             elif "_usd_" in column:
@@ -87,6 +90,10 @@ def comparison_table(comparison: pd.DataFrame) -> dict[str, Any]:
                 cells.append(_cell(float(value), kinds.get(column, "number")))
         rows.append(cells)
     return _table([str(column).replace("_", " ") for column in comparison.columns], rows)
+
+
+#: Comparison columns holding timestamps, shown as dates.
+DATE_COLUMNS = ("first_shortfall_p50", "payback_month_p50")
 
 
 def _is_timestamp(text: str) -> bool:
@@ -152,8 +159,11 @@ def key_findings(summary: dict[str, Any]) -> list[dict[str, str]]:
     costs = {label: totals.get(column) or 0.0 for column, label in COST_COMPONENTS.items()}
     total = totals.get("cost_usd") or 0.0
     largest = max(costs, key=costs.get)
-    findings.append({"label": "Largest cost", "value": largest,
-                     "note": f"${costs[largest]:,.0f}, {costs[largest] / total:.0%} of all cost" if total > 0 else ""})
+    if total > 0:
+        findings.append({"label": "Largest cost", "value": largest,
+                         "note": f"${costs[largest]:,.0f}, {costs[largest] / total:.0%} of all cost"})
+    else:
+        findings.append({"label": "Largest cost", "value": "no cost", "note": "every cost component is zero"})
     margin = summary["quantiles"]["gross_margin_usd"]
     findings.append({"label": "Gross margin over the horizon", "value": _cell(margin["p50"], "usd")["text"] + " (P50)",
                      "note": f"P10 {_cell(margin['p10'], 'usd')['text']} – P90 {_cell(margin['p90'], 'usd')['text']}"})

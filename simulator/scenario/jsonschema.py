@@ -24,9 +24,31 @@ def scenario_json_schema() -> dict[str, Any]:
     schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}
     schema["title"] = "Fleetcast scenario"
     definitions = schema["$defs"]
+    # A distribution's parameters may be durations (lead_time: {dist: uniform, low: 16w, high: 26w}).
+    duration_text = {"type": "string", "examples": ["16w", "90d"]}
+    for prop in definitions["Uncertain"]["properties"].values():
+        for option in prop.get("anyOf", []):
+            if option.get("type") == "number":
+                prop["anyOf"].insert(1, duration_text)
+                break
+            if option.get("type") == "array" and option.get("items", {}).get("type") == "number":
+                option["items"] = {"anyOf": [option["items"], duration_text]}
+                break
+    # A catalog GPU may be given in part (its other figures come from the catalog); a new
+    # type missing a figure is reported by the loader.
+    definitions["GpuSpec"].pop("required", None)
     for name, definition in definitions.items():
         if name not in ("Uncertain", "Horizon"):  # the horizon shapes the run: never drawn
             _walk(definition)
+    for name in ("duration", "end", "step"):  # the horizon takes plain seconds too, never a draw
+        prop = definitions["Horizon"]["properties"][name]
+        if isinstance(prop.get("default"), int | float):
+            prop["default"] = format_duration(float(prop["default"]))
+        if "anyOf" in prop:
+            prop["anyOf"].insert(1, _SECONDS)
+        elif _is_duration(prop):
+            outer = {key: prop.pop(key) for key in ("title", "description", "default") if key in prop}
+            definitions["Horizon"]["properties"][name] = {**outer, "anyOf": [prop, _SECONDS]}
     for name, prop in schema["properties"].items():
         if name not in FIXED_FIELDS:
             schema["properties"][name] = _walk(prop)
@@ -34,7 +56,12 @@ def scenario_json_schema() -> dict[str, Any]:
 
 
 def _is_duration(node: dict[str, Any]) -> bool:
-    return node.get("type") == "string" and "15min" in node.get("examples", ())
+    """Durations (``90d``) and dates-or-offsets (``2026-09-01`` or ``90d``)."""
+    examples = node.get("examples", ())
+    return node.get("type") == "string" and any(unit in examples for unit in ("15min", "90d", "1h"))
+
+
+_SECONDS = {"type": "number", "minimum": 0, "description": "seconds"}
 
 
 def _walk(node: Any) -> Any:
@@ -50,12 +77,16 @@ def _walk(node: Any) -> Any:
             node[key] = _walk(node[key])
     if "anyOf" in node:
         node["anyOf"] = [_walk(option) for option in node["anyOf"]]
-        if any(_is_duration(option) for option in node["anyOf"]) and isinstance(node.get("default"), int | float):
-            node["default"] = format_duration(float(node["default"]))
+        if any(_is_duration(option) for option in node["anyOf"]):
+            if isinstance(node.get("default"), int | float):
+                node["default"] = format_duration(float(node["default"]))
+            node["anyOf"] = [option for option in node["anyOf"] if option.get("type") != "null"]
+            node["anyOf"] = [*node["anyOf"], _SECONDS, _DISTRIBUTION, {"type": "null"}]
         return node
     if _is_duration(node) and isinstance(node.get("default"), int | float):
         node["default"] = format_duration(float(node["default"]))
     if node.get("type") in ("number", "integer") or _is_duration(node):
         outer = {key: node.pop(key) for key in ("title", "description", "default") if key in node}
-        return {**outer, "anyOf": [node, _DISTRIBUTION]}
+        options = [node, _SECONDS] if _is_duration(node) else [node]
+        return {**outer, "anyOf": [*options, _DISTRIBUTION]}
     return node
