@@ -29,3 +29,15 @@ def read_rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, list[str]
             raise ValueError(f"{path} line {number}: expected {header!r}, got {','.join(row)!r}")
         out.append((number, [cell.strip() for cell in row]))
     return out
+
+
+class CsvProblem(str):
+    """A CSV that could not be read, put in place of its ``csv:`` value by a model's reader so
+    that the field check (:func:`csv_field_check`) reports it on that key and its line."""
+
+
+def csv_field_check(value: object) -> object:
+    """Field validator body for ``csv``: raise the reader's problem on the field itself."""
+    if isinstance(value, CsvProblem):
+        raise ValueError(str(value))
+    return value

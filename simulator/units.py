@@ -33,6 +33,8 @@ _CALENDAR_UNITS = {
     "week": 7 * SECONDS_PER_DAY,
     "weeks": 7 * SECONDS_PER_DAY,
 }
+_NUMBER_RE = re.compile(r"^\s*[-+]?[0-9]*\.?[0-9]+(e[-+]?[0-9]+)?\s*$", re.IGNORECASE)
+_ISO_DATE_RE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?\s*$")
 _CALENDAR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]+)\s*$")
 
 # Units used to write a duration back out, largest first.
@@ -66,6 +68,8 @@ def parse_duration(value: object) -> float:
 
 
 def _parse_duration_text(text: str) -> float:
+    if _NUMBER_RE.match(text):  # pandas would read a bare "3600" as nanoseconds
+        raise UnitError(f"a duration needs a unit, e.g. '{text.strip()}s' or '1h'; got {text!r}")
     match = _CALENDAR_RE.match(text.lower())
     if match and match.group(2) in _CALENDAR_UNITS:
         return float(match.group(1)) * _CALENDAR_UNITS[match.group(2)]
@@ -95,7 +99,9 @@ def format_duration(seconds: float) -> str:
 
 def parse_timestamp(value: object) -> pd.Timestamp:
     """Return a timezone-naive UTC timestamp from an ISO date or datetime."""
-    if isinstance(value, bool) or value is None:
+    if isinstance(value, str) and not _ISO_DATE_RE.match(value):
+        raise UnitError(f"expected an ISO date such as '2026-03-01', got {value!r}")
+    if not isinstance(value, str | dt.date | pd.Timestamp):  # not a bare number: 2026 is not a date
         raise UnitError(f"expected an ISO date such as '2026-03-01', got {value!r}")
     try:
         stamp = pd.Timestamp(value)

@@ -203,6 +203,24 @@ CASES = [
     ("variant value out of range", ("    fleet.pools[1].count: 192", "    fleet.pools[1].count: -192"), "variants.rent-headroom-only.fleet.pools[1].count", "count: -192", "greater than or equal to 0"),
     ("variant breaks a cross-field rule", ("    fleet.pools[1].count: 192", "    fleet.pools[1].name: h100-owned"), "variants.rent-headroom-only.fleet.pools[1].name", "pools[1].name: h100-owned", "duplicate pool name"),
     ("variant not a mapping", ("  buy-more-early:\n    fleet.pools[0].changes: [{at: 2026-06-01, add: 256}]", "  buy-more-early: 3"), "variants.buy-more-early", "buy-more-early: 3", "valid dictionary"),
+    # found by building this corpus: accepted or misreported before
+    ("date as a bare number", ("start: 2026-03-01", "start: 2026"), "horizon.start", "start: 2026", "expected an ISO date"),
+    ("date in free text", ("start: 2026-03-01", "start: March 2026"), "horizon.start", "start: March 2026", "expected an ISO date"),
+    ("duration without unit", ("  step: 1h", "  step: '3600'"), "horizon.step", "step: '3600'", "needs a unit"),
+    ("boolean as a count", ("      count: 256", "      count: yes"), "fleet.pools[0].count", "count: yes", "booleans"),
+    ("boolean as a price", ("price_usd: 33000", "price_usd: on"), "fleet.pools[0].acquisition.price_usd", "price_usd: on", "booleans"),
+    ("distribution with a parameter it ignores", ("rate_per_month: 0.15}", "rate_per_month: {dist: uniform, low: 0.1, high: 0.3, mode: 0.2}}"), "models[0].demand.growth.rate_per_month", "rate_per_month: {dist", "would be ignored"),
+    ("stream ends before it starts", ("arrivals_per_hour: 0.5,", "arrivals_per_hour: 0.5, start: 2026-06-01, end: 2026-05-01,"), "training.streams[0].end", "arrivals_per_hour: 0.5, start", "not after the stream's start"),
+    ("alert band inverted", ("energy: {pue", "alerts: {min_utilization: 0.9, max_utilization: 0.3}\nenergy: {pue"), "alerts.min_utilization", "alerts:", "above max_utilization"),
+    ("same gpu twice in other case", ("fleet:\n", "gpus:\n  h100: {price_usd: 1}\n  H100: {price_usd: 2}\nfleet:\n"), "gpus.H100", "H100: {price_usd: 2}", "same GPU type"),
+    ("stream size choices empty", ("gpus: {choices: [1, 2, 4, 8]}", "gpus: {choices: []}"), "training.streams[0].gpus.choices", "choices: []", "at least 1 item"),
+    ("stream size weights mismatch", ("gpus: {choices: [1, 2, 4, 8]}", "gpus: {choices: [1, 2, 4, 8], weights: [1, 2]}"), "training.streams[0].gpus", "weights: [1, 2]", "'weights' must match"),
+    ("negative launch delay", ("      base_rps: 80\n", "      base_rps: 80\n      start: {after_job: finetune-v2, delay: -1d}\n"), "models[0].demand.start.delay", "delay: -1d", "cannot be negative"),
+    ("variant key unreadable", ("    fleet.pools[1].count: 192", "    fleet..pools[1].count: 192"), "variants.rent-headroom-only.fleet..pools[1].count", "fleet..pools", "cannot read the field path"),
+    ("variant list item missing", ("    fleet.pools[1].count: 192", "    fleet.pools[5].count: 192"), "variants.rent-headroom-only.fleet.pools[5].count", "pools[5].count", "no such list item"),
+    ("variant horizon uneven", ("    fleet.pools[1].count: 192", "    horizon.step: 7h"), "variants.rent-headroom-only.horizon.step", "horizon.step: 7h", "whole number"),
+    ("job trace file missing", ("  streams:\n", "  traces:\n    - name: replay\n      pool: h100-owned\n      csv: missing.csv\n  streams:\n"), "training.traces[0].csv", "csv: missing.csv", "cannot read it"),
+    ("growth curve file missing", ("base_rps: 80\n      growth: {kind: exponential, rate_per_month: 0.15}", "growth: {kind: piecewise, csv: nope.csv}"), "models[0].demand.growth.csv", "csv: nope.csv", "cannot read it"),
 ]
 
 
@@ -311,6 +329,13 @@ def test_duplicate_keys_and_impossible_dates_in_files(tmp_path):
     bad.write_text("name: x\nhorizon: {start: 2026-13-01, duration: 1d}\n")
     result = CliRunner().invoke(main, ["validate", str(bad)])
     assert result.exit_code == 2 and "month must be in 1..12" in result.stderr
+
+
+def test_a_serving_dtype_problem_names_the_dtype(tmp_path):
+    growth = Path(__file__).parents[1] / "scenarios" / "growth.yaml"
+    result = CliRunner().invoke(main, ["validate", str(growth), "--set", "models[0].serving.gpu=A100-80GB"])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: models[0].serving.dtype: A100-80GB has no FP8 support")
 
 
 def test_custom_gpu_types_are_usable(tmp_path):

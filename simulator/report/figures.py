@@ -171,7 +171,8 @@ def cost_stack(run: RunData) -> Figure:
     _money(ax)
     ax.set_ylabel("per month (mean over paths)")
     ax.set_title("Cost stack")
-    ax.legend(loc="upper left", fontsize=8, ncols=3)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(loc="upper left", fontsize=8, ncols=3)
     return fig
 
 

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from simulator.csvrows import read_rows
+from simulator.csvrows import CsvProblem, csv_field_check, read_rows
 from simulator.scenario.training import LaunchAfter
 from simulator.scenario.types import Fraction, Frozen, NonNegative, Positive, When
 
@@ -82,7 +82,12 @@ class PiecewiseGrowth(Frozen):
             return data
         base = Path((info.context or {}).get("base_dir", "."))
         path = base / str(data["csv"])
-        return {**data, "points": _read_rate_csv(path)}
+        try:
+            return {**data, "points": _read_rate_csv(path)}
+        except ValueError as exc:
+            return {**data, "csv": CsvProblem(str(exc))}
+
+    _csv_readable = field_validator("csv", mode="before")(lambda cls, v: csv_field_check(v))
 
     @model_validator(mode="after")
     def _has_points(self) -> PiecewiseGrowth:

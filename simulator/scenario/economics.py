@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, ValidationInfo, field_validator
 
 from simulator.scenario.types import Fraction, Frozen, NonNegative
 
@@ -62,6 +62,14 @@ class Alerts(Frozen):
     min_utilization: Fraction | None = None
     max_unserved_share: Fraction | None = None
     max_cost_per_1m_tokens_usd: NonNegative | None = None
+
+    @field_validator("min_utilization")
+    @classmethod
+    def _below_max(cls, value: float | None, info: ValidationInfo) -> float | None:
+        high = info.data.get("max_utilization")
+        if value is not None and high is not None and value > high:
+            raise ValueError(f"is above max_utilization ({high:g}): every month would alert")
+        return value
 
 
 class Energy(Frozen):

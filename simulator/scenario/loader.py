@@ -63,8 +63,14 @@ def load_scenario(
             kind = type(data).__name__
             raise ScenarioError((), f"expected a mapping of fields at the top level, got a {kind}", 1)
         for key, value in _normalize_overrides(overrides):
-            _set_path(data, key, value)
+            try:
+                _set_path(data, key, value)
+            except ScenarioError as exc:
+                exc.message = f"--set: {exc.message}"
+                raise
             _forget_uncertain(data, key)
+        _refuse_booleans(data, ())
+        _refuse_duplicate_gpus(data.get("gpus"))
         data = _extract_uncertain(data)
         scenario = _validated(data, base_dir)
         _check_variants(data, scenario, base_dir)
@@ -110,11 +116,41 @@ def _extract_uncertain(data: dict[str, Any]) -> dict[str, Any]:
     return at_medians
 
 
+def _refuse_booleans(node: Any, loc: Loc) -> None:
+    """No scenario field is a yes/no; pydantic would read ``count: yes`` as 1 GPU."""
+    if isinstance(node, bool):
+        raise ScenarioError(loc, f"expected a number or text, got {str(node).lower()} "
+                                 "(YAML reads true/false, yes/no and on/off as booleans; quote it for text)")
+    if isinstance(node, dict):
+        for key, value in node.items():
+            _refuse_booleans(value, (*loc, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            _refuse_booleans(value, (*loc, index))
+
+
+def _refuse_duplicate_gpus(gpus: Any) -> None:
+    """GPU names are case-insensitive: ``h100`` and ``H100`` are one type, given once."""
+    if not isinstance(gpus, dict):
+        return
+    seen: dict[str, str] = {}
+    for name in gpus:
+        key = str(name).lower()
+        if key in seen:
+            raise ScenarioError(("gpus", name), f"the same GPU type as {seen[key]!r} (names ignore case); merge them")
+        seen[key] = str(name)
+
+
 def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) -> None:
-    """Each variant, applied to the base, must be a valid scenario too."""
+    """Each variant, applied to the base, must be a valid scenario too; an error names the
+    variant and the override it comes from (whose line it gets)."""
     for name, overrides in scenario.variants.items():
+        paths = {}
         for key in overrides:
-            _parse_path(str(key))
+            try:
+                paths[key] = _parse_path(str(key))
+            except ScenarioError as exc:
+                raise ScenarioError(("variants", name, str(key)), exc.message) from None
         variant = copy.deepcopy({k: v for k, v in data.items() if k != "variants"})
         try:
             for key, value in overrides.items():
@@ -123,9 +159,11 @@ def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) ->
             _validated(_extract_uncertain(variant), base_dir)
         except ScenarioError as exc:
             loc = exc.loc
-            key = next((k for k in overrides if _parse_path(str(k)) == loc[: len(_parse_path(str(k)))]), None)
+            key = next((k for k, path in paths.items() if loc[: len(path)] == path or path[: len(loc)] == loc
+                        and loc), None)
             where: Loc = ("variants", name) if key is None else ("variants", name, str(key))
-            raise ScenarioError(where, f"{exc.path}: {exc.message}" if key is None else exc.message) from None
+            same = key is not None and paths[key] == loc
+            raise ScenarioError(where, exc.message if same else f"{exc.path}: {exc.message}") from None
 
 
 def _normalize_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) -> list[tuple[str, Any]]:
@@ -155,7 +193,7 @@ def _parse_path(text: str) -> Loc:
         parts.append(int(match.group(2)) if match.group(2) is not None else match.group(1))
         position = match.end()
     if not parts or position != len(text):
-        raise ScenarioError((), f"--set: cannot read the field path {text!r}")
+        raise ScenarioError((), f"cannot read the field path {text!r}")
     return tuple(parts)
 
 
@@ -166,25 +204,30 @@ def _set_path(data: dict[str, Any], key: str, value: Any) -> None:
         nxt = loc[depth + 1]
         if isinstance(part, int):
             if not isinstance(node, list) or part >= len(node):
-                raise ScenarioError(loc[: depth + 1], "--set: no such list item")
+                raise ScenarioError(loc[: depth + 1], "no such list item")
             node = node[part]
         else:
             if not isinstance(node, dict):
-                raise ScenarioError(loc[:depth], "--set: not a mapping")
+                raise ScenarioError(loc[:depth], "not a mapping")
             node = node.setdefault(part, [] if isinstance(nxt, int) else {})
     last = loc[-1]
     if isinstance(last, int):
         if not isinstance(node, list) or last >= len(node):
-            raise ScenarioError(loc, "--set: no such list item")
+            raise ScenarioError(loc, "no such list item")
     elif not isinstance(node, dict):
-        raise ScenarioError(loc[:-1], "--set: not a mapping")
+        raise ScenarioError(loc[:-1], "not a mapping")
     node[last] = value
 
 
 def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
     found = exc.errors(include_url=False)
     # A misspelt key also makes the right one "missing": report the misspelling.
-    error = next((e for e in found if e["type"] == "extra_forbidden"), found[0])
+    # Of the members of a union that all failed (``gpus: 8`` or ``gpus: {choices: …}``), the one
+    # that got furthest into the value is the one the user meant.
+    # (On a tie, a member that took the value's type and then found it wrong beats one that
+    # could not take the type at all.)
+    error = next((e for e in found if e["type"] == "extra_forbidden"), None) or max(
+        found, key=lambda e: (len(e["loc"]), not e["type"].endswith(("_type", "_parsing"))))
     kind = error["type"]
     loc = _data_loc(data, error["loc"], kind in ("missing", "extra_forbidden"))
     if kind == "extra_forbidden":

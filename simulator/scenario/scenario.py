@@ -265,6 +265,9 @@ def _check_training(scenario: Scenario, pool_names: list[str]) -> None:
                                     f"needs {max(sizes):,} GPUs but pool {entry.pool!r} never has more than {most:,}")
             if kind == "jobs" and names.index(entry.name) != slot:
                 raise ScenarioError((*loc, "name"), f"duplicate job name {entry.name!r}")
+            if kind == "streams" and entry.end is not None and (
+                    scenario.horizon.offset_of(entry.end) <= scenario.horizon.offset_of(entry.start)):
+                raise ScenarioError((*loc, "end"), "is not after the stream's start: it would submit no job")
     for index, pool in enumerate(scenario.fleet.pools):
         if pool.training.mode == "dedicated" and pool.training.partition_gpus > pool.count + sum(
                 c.add or 0 for c in pool.changes) + sum(o.count for o in pool.orders):

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from simulator.csvrows import read_rows
+from simulator.csvrows import CsvProblem, csv_field_check, read_rows
 from simulator.scenario.distributions import DurationDistribution, duration_distribution
 from simulator.scenario.types import Duration, Frozen, NonNegative, Positive, PositiveDuration, When
 
@@ -119,7 +119,12 @@ class JobTrace(Checkpointing):
         if not isinstance(data, dict) or not data.get("csv") or data.get("rows"):
             return data
         path = Path((info.context or {}).get("base_dir", ".")) / str(data["csv"])
-        return {**data, "rows": _read_job_csv(path)}
+        try:
+            return {**data, "rows": _read_job_csv(path)}
+        except ValueError as exc:
+            return {**data, "csv": CsvProblem(str(exc))}
+
+    _csv_readable = field_validator("csv", mode="before")(lambda cls, v: csv_field_check(v))
 
 
 def _read_job_csv(path: Path) -> list[tuple[str, int, str]]:

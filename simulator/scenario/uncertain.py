@@ -63,6 +63,12 @@ class Uncertain(Frozen):
         missing = [name for name in need if getattr(self, name) is None]
         if missing:
             raise ValueError(f"a {self.dist} distribution needs {', '.join(need)} (missing {', '.join(missing)})")
+        takes = set(need) | ({"weights"} if self.dist == "choice" else set())
+        extra = [name for name in ("median", "p90", "low", "mode", "high", "mean", "sd", "values", "weights")
+                 if getattr(self, name) is not None and name not in takes]
+        if extra:
+            raise ValueError(f"a {self.dist} distribution takes {', '.join(sorted(takes))}; "
+                             f"{', '.join(extra)} would be ignored")
         if self.dist == "lognormal" and not 0 < self.median < self.p90:
             raise ValueError(f"a lognormal needs 0 < median < p90, got median {self.median:g}, p90 {self.p90:g}")
         if self.dist == "triangular" and not self.low <= self.mode <= self.high or self.dist == "uniform" and not (

@@ -39,7 +39,10 @@ def _resolve_model(scenario: Scenario, index: int, model: ServedModel, base_dir:
     try:
         iteration = roofline_model(spec.model, gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)
     except ServingConfigError as exc:
-        field = "model" if "unknown model" in str(exc) else "gpu" if "unknown GPU" in str(exc) else "tp"
+        text = str(exc)
+        field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text
+                 else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
+                 or "FP8" in text else "tp")
         raise ScenarioError((*loc, field), str(exc)) from None
     mix = _length_mix(spec.lengths, model, base_dir, loc)
     slo = Slo(spec.slo.ttft_s, spec.slo.ttft_percentile, spec.slo.tpot_s, spec.slo.tpot_percentile)
