@@ -2,13 +2,42 @@
 
 The public API is small: :func:`load_scenario` turns a YAML file (or a dict) into a
 validated :class:`Scenario`; :func:`simulate` runs it over Monte Carlo paths and returns
-:class:`Results` with ``.timeseries``, ``.pools``, ``.summary`` and ``.save(dir)``.
+:class:`Results` with ``.timeseries``, ``.pools``, ``.bands``, ``.summary`` and ``.save(dir)``.
+
+The names are imported on first use, so that ``fleetcast`` starts (and takes Ctrl-C) before
+the numerical libraries are loaded.
 """
 
-from simulator.api import load_scenario
-from simulator.montecarlo import simulate
-from simulator.results import Results
-from simulator.scenario import Scenario, ScenarioError
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = ["Results", "Scenario", "ScenarioError", "load_scenario", "simulate"]
 __version__ = "0.1.0"
+
+_HOMES = {
+    "load_scenario": "simulator.api",
+    "simulate": "simulator.montecarlo",
+    "Results": "simulator.results",
+    "Scenario": "simulator.scenario",
+    "ScenarioError": "simulator.scenario",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from simulator.api import load_scenario
+    from simulator.montecarlo import simulate
+    from simulator.results import Results
+    from simulator.scenario import Scenario, ScenarioError
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'simulator' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

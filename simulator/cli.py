@@ -45,6 +45,7 @@ class FleetcastGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> object:
         signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         try:
             return super().invoke(ctx)
         except InputError as exc:

@@ -2,8 +2,8 @@
 
 The estimate follows where a run's bytes go (measured on this code with ``ru_maxrss``, see
 ``tests/test_resources.py``): a worker holds one path at a time — the engine's arrays and
-the path's tables, about ``850 + 100·pools + 95·models`` bytes per step, and for a kept path
-its pool and model tables too (``250·pools + 150·models + 50`` more); the main process holds
+the path's tables and digest, about ``1800 + 250·pools + 200·models`` bytes per step, and for a
+kept path its pool and model tables too (``400·pools + 250·models + 100`` more); the main process holds
 the kept paths' tables (concatenated once at the end, so twice), the band store while it is
 small, and the pooled training waits. A 25% margin is added. Band stores above 256 MB go to
 a temporary file (``paths × steps × 19 × 4`` bytes), which must fit on that disk.
@@ -23,7 +23,7 @@ from simulator.bands import BAND_COLUMNS, IN_MEMORY_BYTES
 from simulator.errors import RunConfigurationError
 from simulator.scenario import Scenario
 
-PROCESS_BASE_BYTES = 250e6  # an interpreter with NumPy, pandas, numba and SimPy loaded
+PROCESS_BASE_BYTES = 300e6  # an interpreter with NumPy, pandas, SimPy and the numba kernels loaded
 MARGIN = 1.25
 TIMESERIES_BYTES_PER_ROW = 41 * 8
 
@@ -48,8 +48,8 @@ def estimate_run(scenario: Scenario, paths: int, kept: int, workers: int) -> Run
     processes (0: paths run in the main process or on a remote cluster) needs at its peak."""
     steps = scenario.horizon.n_steps
     pools, models = len(scenario.fleet.pools), max(1, len(scenario.models))
-    per_step = 850 + 100 * pools + 95 * models
-    kept_per_step = 250 * pools + 150 * models + 50
+    per_step = 1800 + 250 * pools + 200 * models
+    kept_per_step = 400 * pools + 250 * models + 100
     worker = PROCESS_BASE_BYTES + steps * (per_step + (kept_per_step if kept else 0)) * MARGIN
     kept_tables = kept * steps * (TIMESERIES_BYTES_PER_ROW + 200 * pools + 110 * models) * 2
     band_bytes = paths * steps * len(BAND_COLUMNS) * 4

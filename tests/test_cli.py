@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -134,7 +135,7 @@ def test_interrupted_run_writes_nothing_and_keeps_the_earlier_run(tmp_path, sig)
     assert _run(["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"]).exit_code == 0
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "simulator.cli", "run", str(LAUNCH), "--out", str(out),
+        [sys.executable, "-m", "simulator", "run", str(LAUNCH), "--out", str(out),
          "--paths", "400", "--workers", "1", "-q"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
@@ -175,3 +176,37 @@ def test_default_output_directory_is_named_after_the_scenario(tmp_path):
         assert (tmp_path / "outputs" / "launch" / "summary.json").exists()
     finally:
         os.chdir(env_cwd)
+
+
+def _files(directory: Path) -> dict:
+    return {p.relative_to(directory): p.read_bytes() for p in directory.rglob("*") if p.is_file()}
+
+
+@pytest.mark.slow
+def test_signals_at_random_moments_leave_the_old_run_or_a_whole_new_one(tmp_path):
+    # Interrupts land anywhere: while paths run on a pool, while tables and the report are
+    # written, or after the end. The directory is then the earlier run, byte for byte, or a
+    # complete new one; never a mixture, never a leftover staging folder.
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "simulator", "run", str(LAUNCH), "--out", str(out), "--paths", "6",
+            "--workers", "2", "--set", "horizon.duration=45d", "-q"]
+    started = time.perf_counter()
+    subprocess.run(args, check=True, capture_output=True, timeout=300)
+    whole_run_s = time.perf_counter() - started
+    rng = np.random.default_rng(20261130)
+    for delay, sig in zip(rng.uniform(0.2, 1.1 * whole_run_s, size=6), [signal.SIGINT, signal.SIGTERM] * 3,
+                          strict=True):
+        before = _files(out)
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=120)
+        assert "Traceback" not in stderr, stderr
+        assert proc.returncode in (0, 130), (delay, proc.returncode, stderr)
+        after = _files(out)
+        if proc.returncode == 130:
+            assert after == before, f"interrupted at {delay:.2f} s changed the earlier run"
+        else:
+            summary = json.loads((out / "summary.json").read_text())
+            assert summary["paths"] == 6 and (out / "report.html").is_file() and (out / "bands.parquet").is_file()
+        assert [p.name for p in tmp_path.iterdir()] == ["run"], (delay, list(tmp_path.iterdir()))

@@ -37,6 +37,7 @@ def test_same_seed_same_timeseries_with_one_worker_two_workers_and_dask(cluster)
         dask = simulator.simulate(scenario, paths=4, seed=9, executor=client)
     pd.testing.assert_frame_equal(one.timeseries, two.timeseries)
     pd.testing.assert_frame_equal(one.timeseries, dask.timeseries)
+    pd.testing.assert_frame_equal(one.bands, dask.bands)
     assert one.summary == dask.summary
 
 
@@ -77,3 +78,5 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged():
         killer.join(timeout=30)
         assert -1 in done  # a worker was killed during the run
     pd.testing.assert_frame_equal(result.timeseries, expected.timeseries)
+    pd.testing.assert_frame_equal(result.bands, expected.bands)
+    assert result.summary == expected.summary

@@ -237,6 +237,9 @@ def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
         return ScenarioError(loc, f"unknown field ({hint})")
     if kind == "missing":
         return ScenarioError(loc, "required field is missing")
+    if kind == "union_tag_not_found":
+        tag = str((error.get("ctx") or {}).get("discriminator", "kind")).strip("'")
+        return ScenarioError(loc, f"needs a {tag!r} saying which kind it is")
     message = str(error["msg"]).removeprefix("Value error, ")
     if message and message[0].isupper() and not message.startswith(("'", '"')):
         message = message[0].lower() + message[1:]

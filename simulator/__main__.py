@@ -1,0 +1,5 @@
+"""``python -m simulator``: the ``fleetcast`` command."""
+
+from simulator.entry import main
+
+main()
