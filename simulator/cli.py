@@ -166,7 +166,8 @@ def run(
             which = f"paths 0–{kept - 1}" if kept else "no path"
             console.print(f"per-path series kept for {which} of {summary['paths']} (--keep-paths); "
                           "bands.parquet, pnl.parquet and summary.json cover all", markup=False, highlight=False)
-    console.print(f"wrote {directory}/", markup=False, highlight=False)
+    console.print(f"wrote {directory}/" + ("" if no_report else f" (open {directory / 'report.html'})"),
+                  markup=False, highlight=False)
 
 
 @main.command()

@@ -42,6 +42,16 @@ DISTRIBUTIONS = st.one_of(
 )
 
 
+DURATION_DISTRIBUTIONS = st.one_of(
+    st.builds(lambda lo, w: {"dist": "uniform", "low": f"{lo}h", "high": f"{lo + w}h"},
+              st.integers(0, 48), st.integers(-2, 48)),
+    st.builds(lambda m, k: {"dist": "lognormal", "median": f"{m}h", "p90": f"{m * k}h"},
+              st.integers(0, 24), st.integers(0, 4)),
+    st.builds(lambda m: {"dist": "exponential", "mean": f"{m}h"}, st.integers(0, 24)),
+    st.builds(lambda m: {"dist": "fixed", "value": f"{m}h"}, st.integers(0, 24)),
+)
+
+
 def _leaves(node: Any, path: tuple = ()) -> list[tuple]:
     if isinstance(node, dict):
         return [leaf for key, value in node.items() for leaf in _leaves(value, (*path, key))] or [path]
@@ -72,6 +82,11 @@ def user_scenarios(draw) -> dict[str, Any]:
     if numeric and draw(st.booleans()):  # some numbers drawn per path
         for path in draw(st.lists(st.sampled_from(numeric), max_size=3, unique=True)):
             _set(data, path, draw(DISTRIBUTIONS))
+    durations = [p for p in leaves if isinstance(_get(data, p), str) and _get(data, p)[:-1].isdigit()
+                 and _get(data, p)[-1] in "hd"]
+    if durations and draw(st.booleans()):  # durations drawn per path, or event distributions
+        for path in draw(st.lists(st.sampled_from(durations), max_size=2, unique=True)):
+            _set(data, path, draw(DURATION_DISTRIBUTIONS))
     if numeric and draw(st.booleans()):  # variants overriding numbers, sometimes badly
         data["variants"] = {
             f"v{i}": {_dotted(path): draw(st.one_of(st.floats(0, 100), ODD_VALUES))
