@@ -18,7 +18,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from simulator.errors import InputError
+from simulator.errors import InputError, RunFailedError
 from simulator.results import DEFAULT_KEEP_PATHS
 from simulator.serving.report import report_rows
 from simulator.variants import VariantResults
@@ -52,6 +52,8 @@ class FleetcastGroup(click.Group):
             _fail(str(exc), 2)
         except KeyboardInterrupt:
             _fail("interrupted; nothing was written and earlier outputs are untouched", 130)
+        except RunFailedError as exc:
+            _fail(f"{exc}; nothing was written and earlier outputs are untouched", 1)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence

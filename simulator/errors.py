@@ -12,5 +12,10 @@ class RunConfigurationError(ValueError):
     """A run option that cannot work (an unreachable scheduler, say)."""
 
 
+class RunFailedError(RuntimeError):
+    """A run that could not finish for a reason outside the program (a Dask cluster that kept
+    losing the workers running a path, say). Nothing was written."""
+
+
 #: Every exception type the CLI reports as invalid input.
 InputError = (ScenarioError, OutputError, RunConfigurationError, ServingConfigError, TraceError)

@@ -22,6 +22,7 @@ from simulator.api import load_scenario
 from simulator.compiled import CompiledScenario, compile_scenario
 from simulator.digest import PathDigest, digest_path
 from simulator.engine import STREAM_INPUTS, path_generator, run_path
+from simulator.errors import RunFailedError
 from simulator.resources import check_resources
 from simulator.results import DEFAULT_KEEP_PATHS, Results, RunAggregator, kept_count
 from simulator.scenario import Scenario, ScenarioError
@@ -191,7 +192,13 @@ def _collect_dask(client: Any, task: PathTask, seed: int, n_paths: int) -> Itera
     finished = dask_completed(futures, loop=client.loop)
     del futures
     for future in finished:
-        digest = future.result()
+        try:
+            digest = future.result()
+        except Exception as exc:
+            if type(exc).__name__ != "KilledWorker":
+                raise
+            raise RunFailedError(f"the Dask workers running a path died too often ({exc}); the cluster's "
+                                 "distributed.scheduler.allowed-failures sets how often a task may be retried") from None
         future.release()
         del future
         yield digest

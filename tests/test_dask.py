@@ -80,3 +80,38 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged():
     pd.testing.assert_frame_equal(result.timeseries, expected.timeseries)
     pd.testing.assert_frame_equal(result.bands, expected.bands)
     assert result.summary == expected.summary
+
+
+@pytest.mark.slow
+def test_a_run_whose_workers_keep_dying_fails_cleanly_and_leaves_the_earlier_run(tmp_path):
+    import dask
+
+    out = tmp_path / "run"
+    short = ["--set", "horizon.duration=3d", "--set", "training.streams=[]", "--paths", "2", "-q", "--no-report"]
+    assert CliRunner().invoke(main, ["run", str(LAUNCH), "--out", str(out), *short]).exit_code == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
+            distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                     dashboard_address=None, silence_logs=50) as local, \
+            distributed.Client(local) as client:
+        pids = list(client.run(os.getpid).values())
+
+        def kill_the_worker_once_it_is_busy():
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any(client.processing().values()):
+                time.sleep(0.05)
+            time.sleep(0.5)
+            os.kill(pids[0], signal.SIGKILL)
+
+        killer = threading.Thread(target=kill_the_worker_once_it_is_busy, daemon=True)
+        killer.start()
+        result = CliRunner().invoke(main, ["run", str(LAUNCH), "--out", str(out), "--scheduler",
+                                           local.scheduler_address, "--set", "horizon.duration=120d",
+                                           "--set", "horizon.step=1min", "--set", "training.streams=[]",
+                                           "--paths", "4", "-q", "--no-report"])
+        killer.join(timeout=60)
+    assert result.exit_code == 1, result.output
+    message = result.stderr.strip()
+    assert "\n" not in message and "Dask workers running a path died" in message and "Traceback" not in message
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
