@@ -134,3 +134,13 @@ def test_cli_keep_paths(tmp_path):
     result = runner.invoke(main, ["run", str(path), "--out", str(tmp_path / "bad"), "--keep-paths", "some"])
     assert result.exit_code == 2 and "expected a number of paths or 'all'" in result.output
     assert not (tmp_path / "bad").exists()
+
+
+@pytest.mark.parametrize("n_paths", [1, 2, 3, 10, 101, 1000])
+def test_band_quantiles_equal_numpys_linear_quantiles_exactly(n_paths):
+    from simulator.bands import linear_quantiles
+
+    values = np.random.default_rng(n_paths).lognormal(size=(n_paths, 40)).astype(np.float32)
+    values[:, :5] = 3.0  # ties
+    q = list(BAND_QUANTILES.values())
+    np.testing.assert_array_equal(linear_quantiles(values, q), np.quantile(values.astype(np.float64), q, axis=0))
