@@ -42,7 +42,7 @@ def main() -> None:
     from distributed import Client, LocalCluster
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                      dashboard_address=None, silence_logs=50) as cluster, Client(cluster) as client:
+                      dashboard_address=":0", silence_logs=50) as cluster, Client(cluster) as client:
         client.run(lambda: None)
         simulator.simulate(scenario, paths=2, executor=client)  # warm the workers
         dask_s, dask = timed(executor=client)

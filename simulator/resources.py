@@ -1,6 +1,6 @@
 """Refuse a run up front when it cannot fit, instead of running out of memory or disk.
 
-The estimate follows where a run's bytes go (measured on this code with ``ru_maxrss``, see
+The estimate follows where a run's bytes go (measured on this code with ``VmHWM``, see
 ``tests/test_resources.py``): a worker holds one path at a time — the engine's arrays and
 the path's tables and digest, about ``1800 + 250·pools + 200·models`` bytes per step, and for a
 kept path its pool and model tables too (``400·pools + 250·models + 100`` more); the main process holds
@@ -23,7 +23,9 @@ from simulator.bands import BAND_COLUMNS, IN_MEMORY_BYTES
 from simulator.errors import RunConfigurationError
 from simulator.scenario import Scenario
 
-PROCESS_BASE_BYTES = 300e6  # an interpreter with NumPy, pandas, SimPy and the numba kernels loaded
+# An interpreter with NumPy, pandas and SimPy (~300 MB with the kernels loaded), plus up to
+# ~250 MB while numba compiles the kernels when its cache is cold (a fresh install).
+PROCESS_BASE_BYTES = 550e6
 MARGIN = 1.25
 TIMESERIES_BYTES_PER_ROW = 41 * 8
 

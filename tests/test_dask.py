@@ -24,7 +24,7 @@ SHORT = {"horizon.duration": "30d", "training.streams": []}
 @pytest.fixture(scope="module")
 def cluster():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, silence_logs=40) as local:
+                                  dashboard_address=":0", silence_logs=40) as local:
         yield local
 
 
@@ -57,7 +57,7 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged():
     scenario = simulator.load_scenario(LAUNCH, {"horizon.duration": "120d", "horizon.step": "1min", "training.streams": []})
     expected = simulator.simulate(scenario, paths=6, seed=4, executor="serial")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                  dashboard_address=None, silence_logs=50) as local, distributed.Client(local) as client:
+                                  dashboard_address=":0", silence_logs=50) as local, distributed.Client(local) as client:
         done: list[int] = []
         pids = client.run(os.getpid)  # worker address -> process id
 
@@ -92,7 +92,7 @@ def test_a_run_whose_workers_keep_dying_fails_cleanly_and_leaves_the_earlier_run
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     with dask.config.set({"distributed.scheduler.allowed-failures": 0}), \
             distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                     dashboard_address=None, silence_logs=50) as local, \
+                                     dashboard_address=":0", silence_logs=50) as local, \
             distributed.Client(local) as client:
         pids = list(client.run(os.getpid).values())
 
