@@ -11,6 +11,7 @@ the numerical libraries are loaded.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["Results", "Scenario", "ScenarioError", "load_scenario", "simulate"]
@@ -36,6 +37,8 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_HOMES[name]), name)
         globals()[name] = value
         return value
+    if importlib.util.find_spec(f"simulator.{name}") is not None:  # a submodule: simulator.units
+        return importlib.import_module(f"simulator.{name}")
     raise AttributeError(f"module 'simulator' has no attribute {name!r}")
 
 

@@ -71,7 +71,9 @@ def linear_quantiles(values: np.ndarray, quantiles: list[float]) -> np.ndarray:
     high = selected[above].astype(np.float64)
     weight = (positions - below)[:, None]
     # NumPy's lerp: from the nearer end, so that equal neighbours give exactly that value.
-    return np.where(weight < 0.5, low + (high - low) * weight, high - (high - low) * (1 - weight))
+    out = np.where(weight < 0.5, low + (high - low) * weight, high - (high - low) * (1 - weight))
+    out[:, np.isnan(selected[-1])] = np.nan  # sorting puts NaN last; numpy's quantile of them is NaN
+    return out
 
 
 class BandStore:

@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 import click
@@ -40,12 +41,24 @@ def _fail(message: str, code: int) -> None:
     sys.exit(code)
 
 
+_default_showwarning = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Notes about a run (fewer workers than asked, say) as one plain line on stderr."""
+    if category.__name__ == "FleetcastNote":
+        errors.print(f"note: {message}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
 class FleetcastGroup(click.Group):
     """Maps library exceptions to exit codes and one-line messages."""
 
     def invoke(self, ctx: click.Context) -> object:
         signal.signal(signal.SIGTERM, _on_sigterm)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        warnings.showwarning = _show_warning
         try:
             return super().invoke(ctx)
         except InputError as exc:

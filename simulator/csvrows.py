@@ -14,7 +14,7 @@ def read_rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, list[str]
             wrong header (compared case-insensitively) or a row with too few columns.
     """
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
+        with path.open(newline="", encoding="utf-8-sig") as handle:  # as Excel saves it, too
             rows = list(csv.reader(handle))
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
@@ -41,3 +41,17 @@ def csv_field_check(value: object) -> object:
     if isinstance(value, CsvProblem):
         raise ValueError(str(value))
     return value
+
+
+def row_problem(path: Path, number: int, columns: tuple[str, ...], error: Exception) -> ValueError:
+    """A pydantic error on one CSV row, as ``<path> line N: <column>: <message>``."""
+    from pydantic import ValidationError
+
+    if isinstance(error, ValidationError):
+        first = error.errors(include_url=False)[0]
+        where = next((columns[part] for part in first["loc"] if isinstance(part, int) and part < len(columns)), "")
+        message = str(first["msg"]).removeprefix("Value error, ")
+        message = message[:1].lower() + message[1:]
+        got = "" if "got " in message else f", got {first.get('input')!r}"
+        return ValueError(f"{path} line {number}: {where + ': ' if where else ''}{message}{got}")
+    return ValueError(f"{path} line {number}: {error}")

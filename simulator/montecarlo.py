@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import signal
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from typing import Any
@@ -23,11 +24,15 @@ from simulator.compiled import CompiledScenario, compile_scenario
 from simulator.digest import PathDigest, digest_path
 from simulator.engine import STREAM_INPUTS, path_generator, run_path
 from simulator.errors import RunFailedError
-from simulator.resources import check_resources
+from simulator.resources import check_resources, estimate_run, memory_limit_bytes
 from simulator.results import DEFAULT_KEEP_PATHS, Results, RunAggregator, kept_count
 from simulator.scenario import Scenario, ScenarioError
 
 ProgressCallback = Callable[[int, int], None]
+
+
+class FleetcastNote(UserWarning):
+    """Something a user should know about a run that still goes ahead (the CLI prints it)."""
 
 
 def simulate(
@@ -64,7 +69,14 @@ def simulate(
     if update:
         scenario = load_scenario(scenario, update)
     kept = kept_count(scenario.paths, keep_paths)
-    check_resources(scenario, scenario.paths, kept, _local_workers(executor, workers, scenario.paths))
+    local = _local_workers(executor, workers, scenario.paths)
+    fitted = check_resources(scenario, scenario.paths, kept, local).workers
+    if fitted < local:
+        warnings.warn(FleetcastNote(
+            f"running on {fitted or 1} process{'es' if fitted > 1 else ''} instead of {local}: {local} would need "
+            f"about {estimate_run(scenario, scenario.paths, kept, local).memory_bytes / 1e9:,.1f} GB, more than the "
+            f"{memory_limit_bytes() / 1e9:,.1f} GB available"), stacklevel=2)
+        workers, executor = (fitted, "local") if fitted else (1, "serial")
     plan = compile_scenario(scenario)
     task = PathTask(scenario, plan, kept)
     aggregator = RunAggregator(scenario, scenario.paths, keep_paths)
@@ -187,21 +199,29 @@ def _collect_dask(client: Any, task: PathTask, seed: int, n_paths: int) -> Itera
     released on the cluster as soon as it is here."""
     from distributed import as_completed as dask_completed
 
-    futures = [client.submit(task, seed, path, pure=False, key=f"fleetcast-path-{path}-{id(task)}")
-               for path in range(n_paths)]
-    finished = dask_completed(futures, loop=client.loop)
-    del futures
-    for future in finished:
-        try:
-            digest = future.result()
-        except Exception as exc:
-            if type(exc).__name__ != "KilledWorker":
-                raise
-            raise RunFailedError(f"the Dask workers running a path died too often ({exc}); the cluster's "
-                                 "distributed.scheduler.allowed-failures sets how often a task may be retried") from None
-        future.release()
-        del future
-        yield digest
+    pending = {}
+    for path in range(n_paths):
+        future = client.submit(task, seed, path, pure=False, key=f"fleetcast-path-{path}-{id(task)}")
+        pending[future.key] = future
+    finished = dask_completed(list(pending.values()), loop=client.loop)
+    try:
+        for future in finished:
+            del pending[future.key]
+            try:
+                digest = future.result()
+            except Exception as exc:
+                if type(exc).__name__ != "KilledWorker":
+                    raise
+                raise RunFailedError(f"the Dask workers running a path died too often ({exc}); the cluster's "
+                                     "distributed.scheduler.allowed-failures sets how often a task may be "
+                                     "retried") from None
+            future.release()
+            del future
+            yield digest
+    finally:  # a failed or interrupted run leaves nothing queued on the cluster
+        if pending:
+            client.cancel(list(pending.values()))
+        finished.clear()
 
 
 def _collect(executor: Executor, task: PathTask | None, seed: int, n_paths: int,

@@ -14,6 +14,7 @@ The limit is the memory the system reports available (``MemAvailable``), or
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -23,9 +24,11 @@ from simulator.bands import BAND_COLUMNS, IN_MEMORY_BYTES
 from simulator.errors import RunConfigurationError
 from simulator.scenario import Scenario
 
-# An interpreter with NumPy, pandas and SimPy (~300 MB with the kernels loaded), plus up to
-# ~250 MB while numba compiles the kernels when its cache is cold (a fresh install).
-PROCESS_BASE_BYTES = 550e6
+# An interpreter with NumPy, pandas, SimPy and the kernels loaded: ~230 MB measured for a pool
+# worker; the main process, when it runs the paths itself, may also be compiling the kernels
+# (numba's cache is cold on a fresh install): ~250 MB more.
+WORKER_BASE_BYTES = 400e6
+MAIN_BASE_BYTES = 550e6
 MARGIN = 1.25
 TIMESERIES_BYTES_PER_ROW = 41 * 8
 
@@ -52,14 +55,15 @@ def estimate_run(scenario: Scenario, paths: int, kept: int, workers: int) -> Run
     pools, models = len(scenario.fleet.pools), max(1, len(scenario.models))
     per_step = 1800 + 250 * pools + 200 * models
     kept_per_step = 400 * pools + 250 * models + 100
-    worker = PROCESS_BASE_BYTES + steps * (per_step + (kept_per_step if kept else 0)) * MARGIN
+    path_bytes = steps * (per_step + (kept_per_step if kept else 0)) * MARGIN
+    worker = WORKER_BASE_BYTES + path_bytes
     kept_tables = kept * steps * (TIMESERIES_BYTES_PER_ROW + 200 * pools + 110 * models) * 2
     band_bytes = paths * steps * len(BAND_COLUMNS) * 4
     jobs_per_path = sum(stream.arrivals_per_hour for stream in scenario.training.streams) * scenario.horizon.length_s / 3600
     waits = paths * (jobs_per_path + len(scenario.training.jobs)) * 8
-    main = PROCESS_BASE_BYTES + (kept_tables + min(band_bytes, IN_MEMORY_BYTES) + waits) * MARGIN
+    main = MAIN_BASE_BYTES + (kept_tables + min(band_bytes, IN_MEMORY_BYTES) + waits) * MARGIN
     if workers == 0:  # the main process runs the paths itself
-        main += worker - PROCESS_BASE_BYTES
+        main += path_bytes
     disk = band_bytes if band_bytes > IN_MEMORY_BYTES else 0.0
     return RunEstimate(steps, paths, kept, workers, worker, main, disk)
 
@@ -79,15 +83,19 @@ def memory_limit_bytes() -> float:
 
 
 def _parse_bytes(text: str) -> float:
-    units = {"TB": 1e12, "GB": 1e9, "MB": 1e6, "KB": 1e3, "B": 1.0}
+    units = {"TIB": 2.0**40, "GIB": 2.0**30, "MIB": 2.0**20, "KIB": 2.0**10, "TB": 1e12, "GB": 1e9, "MB": 1e6,
+             "KB": 1e3, "T": 1e12, "G": 1e9, "M": 1e6, "K": 1e3, "B": 1.0, "": 1.0}
     value = text.strip().upper()
     for suffix, size in units.items():
         if value.endswith(suffix):
             try:
-                return float(value[: -len(suffix)]) * size
+                number = float(value[: len(value) - len(suffix)])
             except ValueError:
-                break
-    raise RunConfigurationError(f"FLEETCAST_MEMORY_LIMIT={text!r}: expected a size such as 8GB or 512MB")
+                continue
+            if math.isfinite(number) and number > 0:
+                return number * size
+            break
+    raise RunConfigurationError(f"FLEETCAST_MEMORY_LIMIT={text!r}: expected a positive size such as 8GB or 512MB")
 
 
 def _gb(value: float) -> str:
@@ -95,15 +103,19 @@ def _gb(value: float) -> str:
 
 
 def check_resources(scenario: Scenario, paths: int, kept: int, workers: int) -> RunEstimate:
-    """Raise a one-line :class:`RunConfigurationError` when the run would not fit."""
-    estimate = estimate_run(scenario, paths, kept, workers)
+    """The estimate of a run that fits, with as many of the ``workers`` local processes as
+    fit (``estimate.workers``; 0: run the paths in this process); raise a one-line
+    :class:`RunConfigurationError` with settings that would fit when even that does not."""
     limit = memory_limit_bytes()
-    if estimate.memory_bytes > limit:
+    for fewer in (n for n in range(workers, -1, -1) if n != 1):  # one worker is never better than none
+        estimate = estimate_run(scenario, paths, kept, fewer)
+        if estimate.memory_bytes <= limit:
+            break
+    else:
         raise RunConfigurationError(
-            f"this run needs about {_gb(estimate.memory_bytes)} of memory ({estimate.steps:,} steps; "
-            f"{estimate.workers or 1} × {_gb(estimate.worker_bytes)} per path in flight, {_gb(estimate.main_bytes)} "
-            f"in the main process with {estimate.kept} kept paths), more than the {_gb(limit)} available; "
-            f"{_suggestion(scenario, paths, kept, workers, limit)}")
+            f"this run needs about {_gb(estimate.memory_bytes)} of memory even in one process "
+            f"({estimate.steps:,} steps, {estimate.kept} kept paths), more than the {_gb(limit)} available; "
+            f"{_suggestion(scenario, paths, kept, limit)}")
     if estimate.disk_bytes:
         folder = tempfile.gettempdir()
         free = shutil.disk_usage(folder).free
@@ -116,23 +128,23 @@ def check_resources(scenario: Scenario, paths: int, kept: int, workers: int) -> 
 
 
 STEPS = (("1min", 60), ("5min", 300), ("15min", 900), ("30min", 1800), ("1h", 3600), ("2h", 7200),
-         ("6h", 21600), ("1d", 86400))
+         ("3h", 10800), ("4h", 14400), ("6h", 21600), ("12h", 43200), ("1d", 86400))
 
 
-def _suggestion(scenario: Scenario, paths: int, kept: int, workers: int, limit: float) -> str:
-    """The cheapest changes that make the run fit, with what each would need."""
+def _suggestion(scenario: Scenario, paths: int, kept: int, limit: float) -> str:
+    """Settings that make the run fit in one process, with what each would need."""
     hints = []
-    for text, k, w in (("--keep-paths 0", 0, workers), ("--workers 1", kept, min(workers, 1)),
-                       ("--keep-paths 0 --workers 1", 0, min(workers, 1))):
-        if (k, w) != (kept, workers) and (need := estimate_run(scenario, paths, k, w).memory_bytes) <= limit:
-            hints.append(f"{text} (about {_gb(need)})")
-            break
+    if kept and (need := estimate_run(scenario, paths, 0, 0).memory_bytes) <= limit:
+        hints.append(f"--keep-paths 0 (about {_gb(need)})")
+    horizon = scenario.horizon
     for text, step_s in STEPS:
-        if step_s > scenario.horizon.step_s:
-            coarser = scenario.model_copy(update={"horizon": scenario.horizon.model_copy(update={"step": float(step_s)})})
-            if (need := estimate_run(coarser, paths, kept, workers).memory_bytes) <= limit:
-                hints.append(f"a coarser step, --set horizon.step={text} (about {_gb(need)})")
-                break
+        count = horizon.length_s / step_s
+        if step_s <= horizon.step_s or abs(count - round(count)) > 1e-9 * max(1.0, count):
+            continue  # the horizon must stay a whole number of steps
+        coarser = scenario.model_copy(update={"horizon": horizon.model_copy(update={"step": float(step_s)})})
+        if (need := estimate_run(coarser, paths, kept, 0).memory_bytes) <= limit:
+            hints.append(f"a coarser step, --set horizon.step={text} (about {_gb(need)})")
+            break
     if not hints:
-        return "shorten the horizon or use a coarser step and --keep-paths 0"
+        return "shorten the horizon, or use a coarser step with --keep-paths 0"
     return "try " + ", or ".join(hints)

@@ -34,7 +34,8 @@ _CALENDAR_UNITS = {
     "weeks": 7 * SECONDS_PER_DAY,
 }
 _NUMBER_RE = re.compile(r"^\s*[-+]?[0-9]*\.?[0-9]+(e[-+]?[0-9]+)?\s*$", re.IGNORECASE)
-_ISO_DATE_RE = re.compile(r"^\s*\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?\s*$")
+_ISO_DATE_RE = re.compile(
+    r"^\s*\d{4}-\d{2}-\d{2}([ T]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?(Z|[+-]\d{2}(:?\d{2})?)?\s*$", re.IGNORECASE)
 _CALENDAR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]+)\s*$")
 
 # Units used to write a duration back out, largest first.

@@ -1,6 +1,8 @@
 """Test configuration: Hypothesis runs derandomized in CI, so a run is reproducible."""
 
+import atexit
 import os
+import shutil
 import tempfile
 
 from hypothesis import settings
@@ -10,4 +12,7 @@ settings.register_profile("thorough", max_examples=1000)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 
 # Capacity curves computed by the tests are cached in a throwaway folder, not the user's cache.
-os.environ.setdefault("FLEETCAST_CACHE_DIR", tempfile.mkdtemp(prefix="fleetcast-test-cache-"))
+if "FLEETCAST_CACHE_DIR" not in os.environ:
+    _cache = tempfile.mkdtemp(prefix="fleetcast-test-cache-")
+    os.environ["FLEETCAST_CACHE_DIR"] = _cache
+    atexit.register(shutil.rmtree, _cache, True)

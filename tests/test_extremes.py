@@ -84,17 +84,34 @@ def test_ten_years_at_one_minute_is_refused_up_front_with_a_way_to_fit(tmp_path,
     assert result.exit_code == 2
     message = result.stderr.strip()
     assert "\n" not in message and "5,259,600 steps" in message and "more than the 12.0 GB available" in message
+    assert "even in one process" in message
     assert not (tmp_path / "o").exists()
     # The suggested step fits.
     step = re.search(r"--set horizon.step=(\w+) \(about ([0-9.]+) GB\)", message)
     assert step, message
     coarser = simulator.load_scenario(LAUNCH, {"horizon.duration": "10y", "horizon.step": step.group(1)})
-    assert estimate_run(coarser, 20, 20, 2).memory_bytes == pytest.approx(float(step.group(2)) * 1e9, rel=0.01)
-    assert estimate_run(coarser, 20, 20, 2).memory_bytes < 12e9
+    assert estimate_run(coarser, 20, 20, 0).memory_bytes == pytest.approx(float(step.group(2)) * 1e9, rel=0.01)
+    assert estimate_run(coarser, 20, 20, 0).memory_bytes < 12e9
 
 
-def test_an_impossible_memory_limit_is_an_input_error(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLEETCAST_MEMORY_LIMIT", "lots")
+def test_workers_beyond_the_memory_are_dropped_with_a_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEETCAST_MEMORY_LIMIT", "3GB")
+    scenario = simulator.load_scenario(LAUNCH, {"horizon.duration": "7d", "variants": {}})
+    fits = max(n for n in range(2, 17) if estimate_run(scenario, 20, 20, n).memory_bytes <= 3e9)
+    result = CliRunner().invoke(main, ["run", str(LAUNCH), "--set", "horizon.duration=7d", "--set", "variants={}",
+                                       "--paths", "20", "--workers", "16", "--out", str(tmp_path / "o"), "-q",
+                                       "--no-report"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr.strip() == (f"note: running on {fits} processes instead of 16: 16 would need about "
+                                     f"{estimate_run(scenario, 20, 20, 16).memory_bytes / 1e9:,.1f} GB, more than "
+                                     "the 3.0 GB available")
+    serial = simulator.simulate(scenario, paths=20, executor="serial")
+    assert json.loads((tmp_path / "o" / "summary.json").read_text()) == json.loads(json.dumps(serial.summary))
+
+
+@pytest.mark.parametrize("limit", ["lots", "-1GB", "0", "nanGB"])
+def test_an_impossible_memory_limit_is_an_input_error(tmp_path, monkeypatch, limit):
+    monkeypatch.setenv("FLEETCAST_MEMORY_LIMIT", limit)
     result = CliRunner().invoke(main, ["run", str(LAUNCH), "--set", "horizon.duration=2d", "--out", str(tmp_path / "o")])
     assert result.exit_code == 2 and "FLEETCAST_MEMORY_LIMIT" in result.stderr
 

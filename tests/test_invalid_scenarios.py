@@ -347,3 +347,40 @@ def test_custom_gpu_types_are_usable(tmp_path):
         "models:\n  - {name: m, pools: [p], capacity_rps: 1, demand: {base_rps: 2}}\n")
     result = CliRunner().invoke(main, ["run", str(scenario), "--out", str(tmp_path / "o"), "-q"])
     assert result.exit_code == 0, result.output
+
+
+def test_a_bad_csv_row_names_the_file_and_its_line(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(LAUNCH.replace("  streams:\n", "  traces:\n    - name: replay\n      pool: h100-owned\n"
+                                                      "      csv: jobs.csv\n  streams:\n"))
+    line = _line_of(scenario.read_text(), "csv: jobs.csv")
+    for rows, words in (("1d,8,2h\n2d,4,3600\n", "jobs.csv line 3: duration: a duration needs a unit"),
+                        ("1d,0,2h\n", "jobs.csv line 2: gpus: input should be greater than or equal to 1, got 0"),
+                        ("01/06/2026,8,2h\n", "jobs.csv line 2: submit_time: expected a date")):
+        (tmp_path / "jobs.csv").write_text("submit_time,gpus,duration\n" + rows)
+        result = CliRunner().invoke(main, ["validate", str(scenario)])
+        assert result.exit_code == 2
+        assert result.stderr.startswith("error: training.traces[0].csv: ") and words in result.stderr, result.stderr
+        assert result.stderr.strip().endswith(f"(line {line})")
+    # A CSV saved with a byte-order mark (as Excel does) reads like any other.
+    (tmp_path / "jobs.csv").write_bytes("\ufeffsubmit_time,gpus,duration\n1d,8,2h\n".encode())
+    assert CliRunner().invoke(main, ["validate", str(scenario)]).exit_code == 0
+
+
+def test_iso_dates_in_their_usual_forms_are_accepted():
+    from simulator.units import parse_timestamp
+
+    for text in ("2026-03-01", "2026-03-01T06:00", "2026-03-01 06:00:00.5", "2026-03-01t06:00z",
+                 "2026-03-01T08:00:00+02", "2026-03-01T08:00+02:00"):
+        assert parse_timestamp(text).date().isoformat() == "2026-03-01", text
+
+
+def test_a_variant_naming_a_gpu_twice_is_refused_at_its_override(tmp_path):
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(LAUNCH.replace("fleet:\n", "gpus:\n  H100: {price_usd: 30000}\nfleet:\n", 1)
+                        + "  cheap:\n    gpus.h100: {price_usd: 1}\n")
+    result = CliRunner().invoke(main, ["validate", str(scenario)])
+    assert result.exit_code == 2
+    assert result.stderr.startswith("error: variants.cheap.gpus.h100: ")
+    assert "same GPU type" in result.stderr and result.stderr.strip().endswith(
+        f"(line {_line_of(scenario.read_text(), 'gpus.h100')})")

@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from simulator.csvrows import CsvProblem, csv_field_check, read_rows
+from simulator.csvrows import CsvProblem, csv_field_check, read_rows, row_problem
 from simulator.scenario.training import LaunchAfter
 from simulator.scenario.types import Fraction, Frozen, NonNegative, Positive, When
 
@@ -103,6 +103,10 @@ def _read_rate_csv(path: Path) -> list[dict[str, str]]:
             rps = float(row[1])
         except ValueError:
             raise ValueError(f"{path} line {number}: rps {row[1]!r} is not a number") from None
+        try:  # each row checked here, so that an error names the file and its line
+            RatePoint.model_validate({"at": row[0], "rps": rps})
+        except ValidationError as exc:
+            raise row_problem(path, number, ("at", "rps"), exc) from None
         points.append({"at": row[0], "rps": rps})
     return points
 

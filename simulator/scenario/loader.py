@@ -156,6 +156,7 @@ def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) ->
             for key, value in overrides.items():
                 _set_path(variant, str(key), copy.deepcopy(value))
                 _forget_uncertain(variant, str(key))
+            _refuse_duplicate_gpus(variant.get("gpus"))
             _validated(_extract_uncertain(variant), base_dir)
         except ScenarioError as exc:
             loc = exc.loc

@@ -13,9 +13,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from simulator.csvrows import CsvProblem, csv_field_check, read_rows
+from simulator.csvrows import CsvProblem, csv_field_check, read_rows, row_problem
 from simulator.scenario.distributions import DurationDistribution, duration_distribution
 from simulator.scenario.types import Duration, Frozen, NonNegative, Positive, PositiveDuration, When
 
@@ -127,13 +135,23 @@ class JobTrace(Checkpointing):
     _csv_readable = field_validator("csv", mode="before")(lambda cls, v: csv_field_check(v))
 
 
+_TRACE_ROW = TypeAdapter(tuple[When, Annotated[int, Field(ge=1)], Duration],
+                         config=ConfigDict(arbitrary_types_allowed=True))
+
+
 def _read_job_csv(path: Path) -> list[tuple[str, int, str]]:
+    columns = ("submit_time", "gpus", "duration")
     out = []
-    for number, row in read_rows(path, ("submit_time", "gpus", "duration")):
+    for number, row in read_rows(path, columns):
         try:
-            out.append((row[0], int(row[1]), row[2]))
+            gpus = int(row[1])
         except ValueError:
             raise ValueError(f"{path} line {number}: gpus {row[1]!r} is not a whole number") from None
+        try:  # each row checked here, so that an error names the file and its line
+            _TRACE_ROW.validate_python((row[0], gpus, row[2]))
+        except ValidationError as exc:
+            raise row_problem(path, number, columns, exc) from None
+        out.append((row[0], gpus, row[2]))
     return out
 
 
