@@ -204,6 +204,7 @@ CASES = [
     ("variant breaks a cross-field rule", ("    fleet.pools[1].count: 192", "    fleet.pools[1].name: h100-owned"), "variants.rent-headroom-only.fleet.pools[1].name", "pools[1].name: h100-owned", "duplicate pool name"),
     ("variant not a mapping", ("  buy-more-early:\n    fleet.pools[0].changes: [{at: 2026-06-01, add: 256}]", "  buy-more-early: 3"), "variants.buy-more-early", "buy-more-early: 3", "valid dictionary"),
     # found by building this corpus: accepted or misreported before
+    ("field of another acquisition kind", ("{type: owned, price_usd: 33000, depreciation_years: 5}", "{usd_per_gpu_hour: 2.0}"), "fleet.pools[0].acquisition.usd_per_gpu_hour", "usd_per_gpu_hour: 2.0", "check its 'type'"),
     ("date as a bare number", ("start: 2026-03-01", "start: 2026"), "horizon.start", "start: 2026", "expected an ISO date"),
     ("date in free text", ("start: 2026-03-01", "start: March 2026"), "horizon.start", "start: March 2026", "expected an ISO date"),
     ("duration without unit", ("  step: 1h", "  step: '3600'"), "horizon.step", "step: '3600'", "needs a unit"),
@@ -329,6 +330,7 @@ def test_duplicate_keys_and_impossible_dates_in_files(tmp_path):
     bad.write_text("name: x\nhorizon: {start: 2026-13-01, duration: 1d}\n")
     result = CliRunner().invoke(main, ["validate", str(bad)])
     assert result.exit_code == 2 and "month must be in 1..12" in result.stderr
+    assert result.stderr.startswith("error: horizon.start: '2026-13-01' is not a valid date") and "(line 2)" in result.stderr
 
 
 def test_a_serving_dtype_problem_names_the_dtype(tmp_path):

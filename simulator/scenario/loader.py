@@ -235,6 +235,8 @@ def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
         known = sorted(_allowed_fields(loc[:-1], data))
         guess = difflib.get_close_matches(str(loc[-1]), known, n=1)
         hint = f"did you mean {guess[0]!r}?" if guess else f"allowed: {', '.join(known)}"
+        if guess and guess[0] == str(loc[-1]):  # a field of another kind of this entry
+            hint = "it belongs to another kind of this entry: check its 'type' or 'kind'"
         return ScenarioError(loc, f"unknown field ({hint})")
     if kind == "missing":
         return ScenarioError(loc, "required field is missing")

@@ -41,6 +41,26 @@ def read_yaml_file(path: str | Path) -> tuple[Any, dict[Loc, int]]:
     return parse_yaml_text(text, source)
 
 
+def _unconstructible(loader: yaml.SafeLoader, node: yaml.Node, loc: Loc) -> tuple[Loc, int, str] | None:
+    """The field path, line and text of the first scalar YAML cannot turn into a value."""
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            found = _unconstructible(loader, value, (*loc, key.value))
+            if found:
+                return found
+    elif isinstance(node, yaml.SequenceNode):
+        for index, value in enumerate(node.value):
+            found = _unconstructible(loader, value, (*loc, index))
+            if found:
+                return found
+    elif isinstance(node, yaml.ScalarNode) and node.tag.endswith(":timestamp"):
+        try:
+            loader.construct_yaml_timestamp(node)
+        except (ValueError, OverflowError):
+            return loc, node.start_mark.line + 1, node.value
+    return None
+
+
 def parse_yaml_text(text: str, source: str = "<string>") -> tuple[Any, dict[Loc, int]]:
     """Parse YAML text; return its data and a map from field path to 1-based line."""
     loader = yaml.SafeLoader(text)
@@ -60,7 +80,11 @@ def parse_yaml_text(text: str, source: str = "<string>") -> tuple[Any, dict[Loc,
         except yaml.MarkedYAMLError as exc:
             raise _yaml_error(exc) from None
         except (ValueError, TypeError, OverflowError) as exc:  # e.g. a date such as 2026-13-01
-            raise ScenarioError((), f"not valid YAML: {exc}") from None
+            where = _unconstructible(loader, node, ())
+            if where is None:
+                raise ScenarioError((), f"not valid YAML: {exc}") from None
+            loc, line, value = where
+            raise ScenarioError(loc, f"{value!r} is not a valid date ({exc})", line) from None
     finally:
         loader.dispose()
     return data, lines
