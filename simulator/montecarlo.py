@@ -68,20 +68,21 @@ def simulate(
         update["seed"] = int(seed)
     if update:
         scenario = load_scenario(scenario, update)
+    if not (_is_dask_client(executor) or isinstance(executor, Executor) or executor in (None, "serial", "local")):
+        raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
     kept = kept_count(scenario.paths, keep_paths)
     local = _local_workers(executor, workers, scenario.paths)
-    fitted = check_resources(scenario, scenario.paths, kept, local).workers
-    if fitted < local:
+    processes = check_resources(scenario, scenario.paths, kept, local).workers
+    if processes < local:
         warnings.warn(FleetcastNote(
-            f"running on {fitted or 1} process{'es' if fitted > 1 else ''} instead of {local}: {local} would need "
-            f"about {estimate_run(scenario, scenario.paths, kept, local).memory_bytes / 1e9:,.1f} GB, more than the "
-            f"{memory_limit_bytes() / 1e9:,.1f} GB available"), stacklevel=2)
-        workers, executor = (fitted, "local") if fitted else (1, "serial")
+            f"running on {processes or 1} process{'es' if processes > 1 else ''} instead of {local}: {local} would "
+            f"need about {estimate_run(scenario, scenario.paths, kept, local).memory_bytes / 1e9:,.1f} GB, more "
+            f"than the {memory_limit_bytes() / 1e9:,.1f} GB available"), stacklevel=2)
     plan = compile_scenario(scenario)
     task = PathTask(scenario, plan, kept)
     aggregator = RunAggregator(scenario, scenario.paths, keep_paths)
     try:
-        for digest in _run_paths(task, scenario.seed, scenario.paths, executor, workers, progress):
+        for digest in _run_paths(task, scenario.seed, scenario.paths, executor, processes, progress):
             aggregator.add(digest)
     except BaseException:
         aggregator.close()
@@ -90,7 +91,7 @@ def simulate(
 
 
 def _local_workers(executor: object, workers: int | None, n_paths: int) -> int:
-    """Worker processes this machine will run (0: the paths run here, or elsewhere)."""
+    """Worker processes of a local pool (0: the paths run in this process, or elsewhere)."""
     if executor not in (None, "local"):
         return 0
     workers = workers if workers is not None else (os.cpu_count() or 1)
@@ -141,27 +142,21 @@ def _run_paths(
     seed: int,
     n_paths: int,
     executor: str | Executor | None,
-    workers: int | None,
+    processes: int,
     progress: ProgressCallback | None,
 ) -> Iterator[PathDigest]:
-    """Each path's digest, in the order paths finish (each one is let go once yielded)."""
-    if workers is None:
-        workers = os.cpu_count() or 1
+    """Each path's digest, in the order paths finish (each one is let go once yielded): on a
+    Dask cluster, on a given Executor, else on a local pool of ``processes`` (0: here)."""
     if _is_dask_client(executor):
         yield from _counted(_collect_dask(executor, task, seed, n_paths), n_paths, progress)
-        return
-    if isinstance(executor, Executor):
+    elif isinstance(executor, Executor):
         yield from _counted(_collect(executor, task, seed, n_paths, _call_task), n_paths, progress)
-        return
-    if executor not in (None, "serial", "local"):
-        raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
-    if executor == "serial" or n_paths == 1 or workers <= 1:
+    elif processes == 0:
         yield from _counted((task(seed, path) for path in range(n_paths)), n_paths, progress)
-        return
-    # The task travels once to each worker (not once per path).
-    with ProcessPoolExecutor(max_workers=min(workers, n_paths), initializer=_start_worker,
-                             initargs=(task,)) as pool:
-        yield from _counted(_collect(pool, None, seed, n_paths, _call_installed), n_paths, progress)
+    else:
+        # The task travels once to each worker (not once per path).
+        with ProcessPoolExecutor(max_workers=processes, initializer=_start_worker, initargs=(task,)) as pool:
+            yield from _counted(_collect(pool, None, seed, n_paths, _call_installed), n_paths, progress)
 
 
 def _counted(digests: Iterator[PathDigest], n_paths: int, progress: ProgressCallback | None) -> Iterator[PathDigest]:

@@ -15,7 +15,7 @@ import pandas as pd
 from simulator.errors import RunConfigurationError
 from simulator.output import staged_directory
 from simulator.report.figures import overlaid
-from simulator.report.html import Chart, _png, render_page
+from simulator.report.html import Chart, png_bytes, render_page
 from simulator.report.rundata import RunData, load_run
 from simulator.report.tables import comparison_table
 from simulator.variants import comparison_table as headline_differences
@@ -74,7 +74,7 @@ def render_comparison(directories: list[str | Path], out: str | Path) -> Path:
     _check_output(out, directories)
     runs = collect_runs(directories)
     charts = {
-        metric: Chart(f"{title}: P10–P90 over paths, per run.", _png(overlaid(runs, metric, title, ylabel, scale, how)))
+        metric: Chart(f"{title}: P10–P90 over paths, per run.", png_bytes(overlaid(runs, metric, title, ylabel, scale, how)))
         for metric, title, ylabel, scale, how in CHARTS
     }
     differences = headline_differences({label: run.summary for label, run in runs.items()})

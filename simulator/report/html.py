@@ -47,7 +47,7 @@ class Chart:
         return base64.b64encode(self.png).decode("ascii")
 
 
-def _png(figure: Any, dpi: int = 96) -> bytes:
+def png_bytes(figure: Any, dpi: int = 96) -> bytes:
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png", dpi=dpi)
     return buffer.getvalue()
@@ -95,7 +95,7 @@ def render_report(directory: str | Path, *, variants: bool = True) -> Path:
     """Render ``report.html`` and ``plots/`` of the run in ``directory`` (and of each of its
     variants when ``variants``); returns the report's path."""
     run = load_run(directory)
-    charts = {name: Chart(caption, _png(figure)) for name, (caption, figure) in run_figures(run).items()}
+    charts = {name: Chart(caption, png_bytes(figure)) for name, (caption, figure) in run_figures(run).items()}
     tables = {
         "headline": headline_table(run.summary),
         "pnl": pnl_table(run.pnl),

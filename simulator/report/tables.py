@@ -11,14 +11,11 @@ from typing import Any
 import pandas as pd
 
 from simulator.summary import headline
+from simulator.tables import COST_COMPONENTS
 
-COST_COMPONENTS = {
-    "cost_depreciation_usd": "depreciation",
-    "cost_cloud_usd": "cloud and API",
-    "cost_energy_usd": "energy",
-    "cost_facility_usd": "facility",
-    "cost_other_usd": "other costs",
-}
+#: The contract's cost components (``simulator.tables.COST_COMPONENTS``) as a reader names them.
+COST_LABELS = dict(zip(COST_COMPONENTS, ("depreciation", "cloud and API", "energy", "facility", "other costs"),
+                       strict=True))
 PNL_COLUMNS = {
     "revenue_usd": "Revenue",
     "cogs_usd": "COGS",
@@ -156,7 +153,7 @@ def key_findings(summary: dict[str, Any]) -> list[dict[str, str]]:
         findings.append({"label": "Gross margin turns positive", "value": month,
                          "note": f"in {positive['probability']:.0%} of paths within the horizon"})
     totals = summary["totals"]
-    costs = {label: totals.get(column) or 0.0 for column, label in COST_COMPONENTS.items()}
+    costs = {label: totals.get(column) or 0.0 for column, label in COST_LABELS.items()}
     total = totals.get("cost_usd") or 0.0
     largest = max(costs, key=costs.get)
     if total > 0:
