@@ -31,9 +31,9 @@ sys.path.insert(0, str(HERE))
 from reference_loop import reference_run  # noqa: E402
 
 import simulator  # noqa: E402
-from simulator import kernels as K  # noqa: E402
-from simulator.compiled import compile_scenario  # noqa: E402
-from simulator.engine import draw_demand, run_path  # noqa: E402
+from simulator.path import kernels as K  # noqa: E402
+from simulator.path.compiled import compile_scenario  # noqa: E402
+from simulator.path.engine import draw_demand, run_path  # noqa: E402
 
 #: reference key -> (engine array, column)
 COMPARED = {

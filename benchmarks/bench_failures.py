@@ -41,9 +41,9 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 import simulator  # noqa: E402
-from simulator import kernels as K  # noqa: E402
-from simulator.compiled import compile_scenario  # noqa: E402
-from simulator.engine import run_path  # noqa: E402
+from simulator.path import kernels as K  # noqa: E402
+from simulator.path.compiled import compile_scenario  # noqa: E402
+from simulator.path.engine import run_path  # noqa: E402
 
 TARGET_ADDED = 0.50  # failures may add at most this fraction to a path's run time
 BIG_GPUS = 16_384

@@ -28,7 +28,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
-    from simulator.runner import run_scenario
+    from simulator.decisions.runner import run_scenario
 
     scenario = simulator.load_scenario(ROOT / "scenarios" / "launch.yaml")
     with tempfile.TemporaryDirectory() as tmp:

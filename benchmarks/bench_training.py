@@ -22,8 +22,8 @@ from pathlib import Path
 import numpy as np
 
 import simulator
-from simulator.compiled import compile_scenario
-from simulator.engine import run_path
+from simulator.path.compiled import compile_scenario
+from simulator.path.engine import run_path
 
 
 def scenario(jobs: int, gpus: int, policy: str) -> simulator.Scenario:

@@ -1,6 +1,6 @@
 """The slow, obviously-correct reference of Fleetcast's step model: one SimPy tick per step.
 
-This module is an *independent* check on the fast engine (``simulator.engine.run_path`` and
+This module is an *independent* check on the fast engine (``simulator.path.engine.run_path`` and
 its numba kernel). It is written from the model's specification, not from the engine's code,
 and it deliberately does everything the simplest possible way:
 
@@ -10,9 +10,9 @@ and it deliberately does everything the simplest possible way:
   its own SimPy process that waits for its instant and then changes the fleet.
 
 It reads the validated :class:`simulator.scenario.Scenario` directly (it never imports
-``simulator.kernels``, ``simulator.compiled`` or ``simulator.fleet``) and takes the demand
+``simulator.path.kernels``, ``simulator.path.compiled`` or ``simulator.path.fleet``) and takes the demand
 per step as an input array, so a caller can feed it the very same noisy draws the engine used
-(``simulator.engine.draw_demand``).
+(``simulator.path.engine.draw_demand``).
 
 Timing rule. Step ``k`` covers ``[k·step, (k+1)·step)``. An event at ``t`` seconds takes effect
 from step ``ceil(t / step)`` (the first step starting at or after ``t``), computed exactly with

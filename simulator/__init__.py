@@ -18,18 +18,18 @@ __all__ = ["Results", "Scenario", "ScenarioError", "load_scenario", "simulate"]
 __version__ = "0.1.0"
 
 _HOMES = {
-    "load_scenario": "simulator.api",
-    "simulate": "simulator.montecarlo",
-    "Results": "simulator.results",
+    "load_scenario": "simulator.serving.resolve",
+    "simulate": "simulator.runs.montecarlo",
+    "Results": "simulator.runs.results",
     "Scenario": "simulator.scenario",
     "ScenarioError": "simulator.scenario",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
-    from simulator.api import load_scenario
-    from simulator.montecarlo import simulate
-    from simulator.results import Results
+    from simulator.runs.montecarlo import simulate
+    from simulator.runs.results import Results
     from simulator.scenario import Scenario, ScenarioError
+    from simulator.serving.resolve import load_scenario
 
 
 def __getattr__(name: str) -> Any:

@@ -1,5 +1,5 @@
 """``python -m simulator``: the ``fleetcast`` command."""
 
-from simulator.entry import main
+from simulator.cli.entry import main
 
 main()

@@ -22,10 +22,12 @@ from typing import Any
 
 import pandas as pd
 
+from simulator.errors import InputError
+
 RUN_MARKER = "summary.json"
 
 
-class OutputError(ValueError):
+class OutputError(InputError):
     """The output directory cannot be used."""
 
 

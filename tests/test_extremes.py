@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 import simulator
 from simulator.cli import main
-from simulator.resources import estimate_run
+from simulator.runs.resources import estimate_run
 from tests.helpers import base_scenario, run
 
 LAUNCH = Path(__file__).parents[1] / "scenarios" / "launch.yaml"

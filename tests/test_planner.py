@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import simulator
-from simulator.planner import Action, apply_actions, plan
+from simulator.decisions.planner import Action, apply_actions, plan
 from tests.helpers import base_scenario
 
 

@@ -8,12 +8,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import simulator
-from simulator import kernels
-from simulator.compiled import compile_scenario
-from simulator.engine import draw_demand, run_path
-from simulator.fleet.outages import OutageChannels
+from simulator.path import kernels
+from simulator.path.compiled import compile_scenario
+from simulator.path.engine import draw_demand, run_path
+from simulator.path.fleet.outages import OutageChannels
+from simulator.path.tables import COST_COMPONENTS
 from simulator.scenario.distributions import FixedDuration
-from simulator.tables import COST_COMPONENTS
 
 GROWTH = st.one_of(
     st.just({"kind": "constant"}),

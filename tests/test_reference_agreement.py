@@ -1,7 +1,7 @@
 """The fast engine agrees with the slow per-step SimPy reference (benchmarks/reference_loop.py).
 
 The reference is written from the step model's specification, independently of
-``simulator.kernels`` and ``simulator.fleet``; both are fed the same demand draws, and every
+``simulator.path.kernels`` and ``simulator.path.fleet``; both are fed the same demand draws, and every
 per-step array the engine writes must equal the reference's to rtol 1e-9 / atol 1e-6.
 """
 
@@ -21,8 +21,8 @@ from bench_engine import ATOL, RTOL, compare  # noqa: E402
 from reference_loop import SECONDS_PER_MONTH, reference_run  # noqa: E402
 
 import simulator  # noqa: E402
-from simulator.compiled import compile_scenario  # noqa: E402
-from simulator.engine import draw_demand, run_path  # noqa: E402
+from simulator.path.compiled import compile_scenario  # noqa: E402
+from simulator.path.engine import draw_demand, run_path  # noqa: E402
 
 LAUNCH = ROOT / "scenarios" / "launch.yaml"
 # 240 days from 2026-03-01 include the 2026-09-01 delivery (day 184); at 35% a month the

@@ -220,7 +220,7 @@ def test_batching_kernel_equals_its_python_function(n, max_batch, chunk, seed, k
 
 def test_a_variant_that_changes_serving_gets_its_own_capacity(tmp_path, monkeypatch):
     monkeypatch.setenv("FLEETCAST_CACHE_DIR", str(tmp_path / "cache"))
-    from simulator.variants import variant_scenarios
+    from simulator.decisions.variants import variant_scenarios
 
     scenario = simulator.load_scenario(ROOT / "scenarios" / "growth.yaml", {
         "horizon.duration": "7d",

@@ -16,8 +16,8 @@ import pytest
 from click.testing import CliRunner
 
 import simulator
-from simulator.bands import BAND_COLUMNS, BAND_QUANTILES, BandStore
 from simulator.cli import main
+from simulator.runs.bands import BAND_COLUMNS, BAND_QUANTILES, BandStore
 from tests.helpers import base_scenario, run
 
 
@@ -138,7 +138,7 @@ def test_cli_keep_paths(tmp_path):
 
 @pytest.mark.parametrize("n_paths", [1, 2, 3, 10, 101, 1000])
 def test_band_quantiles_equal_numpys_linear_quantiles_exactly(n_paths):
-    from simulator.bands import linear_quantiles
+    from simulator.runs.bands import linear_quantiles
 
     values = np.random.default_rng(n_paths).lognormal(size=(n_paths, 40)).astype(np.float32)
     values[:, :5] = 3.0  # ties

@@ -233,7 +233,7 @@ def test_identical_variants_give_identical_results_and_share_random_numbers(tmp_
     data["variants"] = {"same": {"fleet.pools[0].count": 8}, "twin": {"fleet.pools[0].count": 8},
                         "bigger": {"fleet.pools[0].count": 12}}
     scenario = simulator.load_scenario(data)
-    from simulator.variants import simulate_variants
+    from simulator.decisions.variants import simulate_variants
 
     runs = simulate_variants(scenario, paths=3, executor="serial").results
     pd.testing.assert_frame_equal(runs["same"].timeseries, runs["twin"].timeseries)

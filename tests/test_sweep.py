@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 import simulator
 from simulator.cli import main
-from simulator.sweep import parse_parameters, sweep_points
+from simulator.decisions.sweep import parse_parameters, sweep_points
 
 LAUNCH = Path(__file__).parents[1] / "scenarios" / "launch.yaml"
 SHORT = ["--set", "horizon.duration=60d", "--set", "training.streams=[]"]

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 import simulator
 from simulator.cli import main
-from simulator.montecarlo import draw_inputs
+from simulator.runs.montecarlo import draw_inputs
 from tests.helpers import base_scenario, run
 
 

@@ -15,10 +15,10 @@ import pandas as pd
 from simulator.errors import RunConfigurationError
 from simulator.output import staged_directory
 from simulator.report.figures import overlaid
+from simulator.report.headline import headline_figures
 from simulator.report.html import Chart, png_bytes, render_page
 from simulator.report.rundata import RunData, load_run
 from simulator.report.tables import comparison_table
-from simulator.variants import comparison_table as headline_differences
 
 CHARTS = (
     ("demand_requests", "Demand", "requests per step", 1.0, "max"),
@@ -77,7 +77,7 @@ def render_comparison(directories: list[str | Path], out: str | Path) -> Path:
         metric: Chart(f"{title}: P10–P90 over paths, per run.", png_bytes(overlaid(runs, metric, title, ylabel, scale, how)))
         for metric, title, ylabel, scale, how in CHARTS
     }
-    differences = headline_differences({label: run.summary for label, run in runs.items()})
+    differences = headline_figures({label: run.summary for label, run in runs.items()})
     table = differences.reset_index().rename(columns={"variant": "run"})
     sources = pd.DataFrame({"run": list(runs), "directory": [str(run.directory) for run in runs.values()],
                             "paths": [run.summary["paths"] for run in runs.values()],

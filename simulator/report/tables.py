@@ -10,10 +10,10 @@ from typing import Any
 
 import pandas as pd
 
-from simulator.summary import headline
-from simulator.tables import COST_COMPONENTS
+from simulator.path.tables import COST_COMPONENTS
+from simulator.report.headline import headline
 
-#: The contract's cost components (``simulator.tables.COST_COMPONENTS``) as a reader names them.
+#: The contract's cost components (``simulator.path.tables.COST_COMPONENTS``) as a reader names them.
 COST_LABELS = dict(zip(COST_COMPONENTS, ("depreciation", "cloud and API", "energy", "facility", "other costs"),
                        strict=True))
 PNL_COLUMNS = {

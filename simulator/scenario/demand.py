@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from simulator.csvrows import CsvProblem, csv_field_check, read_rows, row_problem
+from simulator.scenario.csvrows import CsvProblem, csv_field_check, read_rows, row_problem
 from simulator.scenario.training import LaunchAfter
 from simulator.scenario.types import Fraction, Frozen, NonNegative, Positive, When
 

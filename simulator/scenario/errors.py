@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from simulator.errors import InputError
+
 Loc = tuple[str | int, ...]
 
 
@@ -23,7 +25,7 @@ def format_path(loc: Sequence[str | int]) -> str:
     return text or "scenario"
 
 
-class ScenarioError(ValueError):
+class ScenarioError(InputError):
     """An invalid scenario, located by field path and (where known) YAML line.
 
     Attributes:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,11 @@ import yaml
 from pydantic import ValidationError
 
 from simulator.scenario.errors import Loc, ScenarioError, format_path
+from simulator.scenario.fieldpath import parse_field_path, set_field
 from simulator.scenario.scenario import Scenario, check_references
 from simulator.scenario.schema_walk import allowed_fields
 from simulator.scenario.uncertain import extract_uncertain
 from simulator.scenario.yaml_source import read_yaml_file
-
-_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
 
 
 def load_scenario(
@@ -64,7 +62,7 @@ def load_scenario(
             raise ScenarioError((), f"expected a mapping of fields at the top level, got a {kind}", 1)
         for key, value in _normalize_overrides(overrides):
             try:
-                _set_path(data, key, value)
+                set_field(data, key, value)
             except ScenarioError as exc:
                 exc.message = f"--set: {exc.message}"
                 raise
@@ -101,7 +99,7 @@ def _forget_uncertain(data: dict[str, Any], key: str) -> None:
     uncertain = data.get("uncertain")
     if not isinstance(uncertain, dict) or not uncertain:
         return
-    path = format_path(_parse_path(key))
+    path = format_path(parse_field_path(key))
     for field in list(uncertain):
         if field == path or field.startswith((path + ".", path + "[")):
             del uncertain[field]
@@ -148,13 +146,13 @@ def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) ->
         paths = {}
         for key in overrides:
             try:
-                paths[key] = _parse_path(str(key))
+                paths[key] = parse_field_path(str(key))
             except ScenarioError as exc:
                 raise ScenarioError(("variants", name, str(key)), exc.message) from None
         variant = copy.deepcopy({k: v for k, v in data.items() if k != "variants"})
         try:
             for key, value in overrides.items():
-                _set_path(variant, str(key), copy.deepcopy(value))
+                set_field(variant, str(key), copy.deepcopy(value))
                 _forget_uncertain(variant, str(key))
             _refuse_duplicate_gpus(variant.get("gpus"))
             _validated(_extract_uncertain(variant), base_dir)
@@ -183,41 +181,6 @@ def _normalize_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) ->
             value = text
         pairs.append((key.strip(), value))
     return pairs
-
-
-def _parse_path(text: str) -> Loc:
-    parts: list[str | int] = []
-    position = 0
-    for match in _PATH_PART.finditer(text):
-        if text[position : match.start()] not in ("", "."):
-            break
-        parts.append(int(match.group(2)) if match.group(2) is not None else match.group(1))
-        position = match.end()
-    if not parts or position != len(text):
-        raise ScenarioError((), f"cannot read the field path {text!r}")
-    return tuple(parts)
-
-
-def _set_path(data: dict[str, Any], key: str, value: Any) -> None:
-    loc = _parse_path(key)
-    node: Any = data
-    for depth, part in enumerate(loc[:-1]):
-        nxt = loc[depth + 1]
-        if isinstance(part, int):
-            if not isinstance(node, list) or part >= len(node):
-                raise ScenarioError(loc[: depth + 1], "no such list item")
-            node = node[part]
-        else:
-            if not isinstance(node, dict):
-                raise ScenarioError(loc[:depth], "not a mapping")
-            node = node.setdefault(part, [] if isinstance(nxt, int) else {})
-    last = loc[-1]
-    if isinstance(last, int):
-        if not isinstance(node, list) or last >= len(node):
-            raise ScenarioError(loc, "no such list item")
-    elif not isinstance(node, dict):
-        raise ScenarioError(loc[:-1], "not a mapping")
-    node[last] = value
 
 
 def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:

@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from simulator.csvrows import CsvProblem, csv_field_check, read_rows, row_problem
+from simulator.scenario.csvrows import CsvProblem, csv_field_check, read_rows, row_problem
 from simulator.scenario.distributions import DurationDistribution, duration_distribution
 from simulator.scenario.types import Duration, Frozen, NonNegative, Positive, PositiveDuration, When
 

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import BeforeValidator, Field, model_validator
 
 from simulator.scenario.errors import Loc, ScenarioError, format_path
+from simulator.scenario.fieldpath import parse_field_path, set_field
 from simulator.scenario.schema_walk import is_model, members, types_at
 from simulator.scenario.types import Frozen
 from simulator.units import UnitError, parse_duration
@@ -168,16 +169,16 @@ def extract_uncertain(data: dict[str, Any], root: Any) -> tuple[dict[str, Any], 
     return visit(data, ()), found
 
 
-def apply_draws(data: dict[str, Any], uncertain: dict[str, Any], rng: np.random.Generator, root: Any,
-                set_path) -> tuple[dict[str, Any], dict[str, float]]:
+def apply_draws(data: dict[str, Any], uncertain: dict[str, Any], rng: np.random.Generator,
+                root: Any) -> tuple[dict[str, Any], dict[str, float]]:
     """One path's values: ``data`` with every uncertain field drawn (in sorted field order)."""
     data = copy.deepcopy(data)
     drawn = {}
     for path in sorted(uncertain):
         spec = Uncertain.model_validate(uncertain[path])
         value = spec.sample(rng)
-        typed = _typed(root, _loc_of(path), value)
-        set_path(data, path, typed)
+        typed = _typed(root, parse_field_path(path), value)
+        set_field(data, path, typed)
         drawn[path] = typed
     return data, drawn
 
@@ -207,12 +208,6 @@ def _typed(root: Any, loc: Loc, value: float) -> float | int:
     return value
 
 
-def _loc_of(path: str) -> Loc:
-    from simulator.scenario.loader import _parse_path
-
-    return _parse_path(path)
-
-
 def typed_value(root: Any, path: str, value: float) -> float | int:
     """``value`` as the field at ``path`` takes it (whole numbers for integer fields)."""
-    return _typed(root, _loc_of(path), value)
+    return _typed(root, parse_field_path(path), value)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from simulator.errors import InputError
 from simulator.scenario.catalog import GpuSpec
 from simulator.serving.batching import KIND_LINEAR, KIND_ROOFLINE
 from simulator.serving.llm_catalog import LlmSpec
@@ -44,7 +45,7 @@ ALLREDUCE_LATENCY_S = 8e-6
 USABLE_MEMORY_FRACTION = 0.90
 
 
-class ServingConfigError(ValueError):
+class ServingConfigError(InputError):
     """A serving configuration that cannot run (memory, parallelism, dtype)."""
 
 

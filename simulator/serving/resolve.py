@@ -1,4 +1,7 @@
-"""Derive each served model's capacity from its ``serving`` description.
+"""A scenario ready to simulate: validated, with each served model's capacity derived.
+
+:func:`load_scenario` (``simulator.load_scenario``) validates a scenario and then derives what
+it leaves to the serving model.
 
 A model that says ``serving: {model: llama-3.1-70b, tp: 4, dtype: fp8, slo: …}`` instead of
 ``capacity_rps`` gets its capacity per replica and its SLO-attainment curve from
@@ -8,14 +11,37 @@ A model that says ``serving: {model: llama-3.1-70b, tp: 4, dtype: fp8, slo: …}
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from simulator.scenario import Scenario, ScenarioError
+from simulator.scenario import load_scenario as _validate
 from simulator.scenario.served import ServedModel, SloCurve
 from simulator.serving.capacity import Slo, capacity_curve
 from simulator.serving.config import roofline_model
 from simulator.serving.iteration import ServingConfigError
 from simulator.serving.trace import LengthMix, TraceError, read_trace
+
+
+def load_scenario(
+    source: str | Path | Mapping[str, Any] | Scenario,
+    overrides: Mapping[str, Any] | Iterable[str] | None = None,
+    base_dir: str | Path | None = None,
+) -> Scenario:
+    """Validate a scenario (file path, dict or Scenario) and derive serving capacities.
+
+    Args:
+        source: a YAML file path, a mapping of the same structure, or a Scenario.
+        overrides: ``{"horizon.duration": "30d"}`` or ``["fleet.pools[0].count=64"]``.
+        base_dir: the folder relative file names (growth CSVs, job traces) are read from when
+            ``source`` is a mapping (default: the current folder; a file's own folder otherwise).
+
+    Raises:
+        simulator.ScenarioError: the first problem, with its field path and YAML line.
+    """
+    scenario = _validate(source, overrides, resolve=resolve_serving, base_dir=base_dir)
+    return resolve_serving(scenario) if isinstance(source, Scenario) and not overrides else scenario
 
 
 def resolve_serving(scenario: Scenario, base_dir: Path = Path(".")) -> Scenario:

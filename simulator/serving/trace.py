@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from simulator.csvrows import read_rows
+from simulator.errors import InputError
+from simulator.scenario.csvrows import read_rows
 
 BUILTIN_TRACES = {"azure-conv": "azure_llm_2023_conv.csv"}
 _COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 
 
-class TraceError(ValueError):
+class TraceError(InputError):
     """A trace file that cannot be read, naming the file and line."""
 
 

@@ -1,0 +1,117 @@
+"""The ``fleetcast`` command group: exit codes, one-line errors, signals, shared options.
+
+The commands themselves are in :mod:`simulator.cli.run_commands`,
+:mod:`simulator.cli.serving_command` and :mod:`simulator.cli.report_commands`; each is a thin
+shell over the library.
+
+Exit codes: 0 success; 2 invalid input (one line on stderr naming the field path and YAML
+line, never a traceback); 1 internal error; 130 interrupted. Set ``FLEETCAST_DEBUG=1`` to
+see the traceback of an internal error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+import warnings
+
+import click
+from rich.console import Console
+
+from simulator.errors import InputError, RunFailedError
+
+console = Console()
+errors = Console(stderr=True)
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised as an exception so every ``finally`` runs."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
+def _fail(message: str, code: int) -> None:
+    errors.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+_default_showwarning = warnings.showwarning
+
+
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Notes about a run (fewer workers than asked, say) as one plain line on stderr."""
+    if category.__name__ == "FleetcastNote":
+        errors.print(f"note: {message}", markup=False, highlight=False, soft_wrap=True)
+    else:
+        _default_showwarning(message, category, filename, lineno, file, line)
+
+
+class FleetcastGroup(click.Group):
+    """Maps library exceptions to exit codes and one-line messages."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        warnings.showwarning = _show_warning
+        try:
+            return super().invoke(ctx)
+        except InputError as exc:
+            _fail(str(exc), 2)
+        except KeyboardInterrupt:
+            _fail("interrupted; nothing was written and earlier outputs are untouched", 130)
+        except RunFailedError as exc:
+            _fail(f"{exc}; nothing was written and earlier outputs are untouched", 1)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if os.environ.get("FLEETCAST_DEBUG"):
+                traceback.print_exc()
+            _fail(f"internal error: {type(exc).__name__}: {exc} (FLEETCAST_DEBUG=1 shows the traceback)", 1)
+        return None
+
+
+@click.group(cls=FleetcastGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="fleetcast")
+def main() -> None:
+    """Fleetcast: capacity planning for AI compute.
+
+    Simulate a GPU fleet against growing demand: when it runs short, what it costs,
+    and what margin is left, with Monte Carlo risk bands.
+    """
+
+
+class KeepPaths(click.ParamType):
+    """A count of paths, or ``all`` (None)."""
+
+    name = "N|all"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | None:
+        if value is None or isinstance(value, int):
+            return value
+        text = str(value).strip().lower()
+        if text == "all":
+            return None
+        if text.isascii() and text.isdigit():
+            return int(text)
+        self.fail(f"expected a number of paths or 'all', got {value!r}", param, ctx)
+        return None
+
+
+SET_HELP = "Override a scenario field before validation, e.g. --set horizon.duration=90d (repeatable)."
+
+
+def safe_dir_name(name: str) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "_" for c in name).strip("._")
+    return cleaned or "scenario"
+
+
+def cell(value: object) -> str:
+    if value is None or isinstance(value, float) and value != value:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+    return str(value)[:10] if isinstance(value, str) and "T" in value else str(value)

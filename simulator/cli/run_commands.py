@@ -1,0 +1,214 @@
+"""``fleetcast validate``, ``run``, ``sweep``, ``sensitivity`` and ``plan``: thin commands over
+the library (load the scenario, call the room that does the work, print a table).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.table import Table
+
+from simulator.cli.app import SET_HELP, KeepPaths, cell, console, errors, main, safe_dir_name
+from simulator.decisions.variants import VariantResults
+from simulator.runs.results import DEFAULT_KEEP_PATHS
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
+    """Check SCENARIO and print what it resolved to (every default filled in)."""
+    from simulator.scenario import dump_scenario
+    from simulator.serving.resolve import load_scenario
+
+    resolved = load_scenario(scenario, overrides)
+    click.echo(dump_scenario(resolved), nl=False)
+    h = resolved.horizon
+    gpus = sum(pool.count for pool in resolved.fleet.pools)
+    errors.print(
+        f"ok: {resolved.name}: {h.n_steps:,} steps of {h.step_s:g}s, "
+        f"{len(resolved.fleet.pools)} pools ({gpus:,} GPUs at start), {len(resolved.models)} models",
+        markup=False,
+        highlight=False,
+    )
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Run directory (default outputs/<scenario name>/).")
+@click.option("--paths", type=click.IntRange(min=1), help="Monte Carlo paths (default: the scenario's).")
+@click.option("--seed", type=click.IntRange(min=0), help="Root seed (default: the scenario's).")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes (default: CPU count).")
+@click.option("--scheduler", metavar="ADDR", help="Run paths on a Dask cluster, e.g. tcp://10.0.0.5:8786.")
+@click.option("--keep-paths", "keep_paths", type=KeepPaths(), default=str(DEFAULT_KEEP_PATHS), show_default=True,
+              metavar="N|all", help="Paths whose full series go into timeseries/pools/models/jobs.parquet "
+              "(bands.parquet, pnl.parquet and summary.json always cover every path).")
+@click.option("--no-report", is_flag=True, help="Skip report.html and plots/ (render them later with `fleetcast report`).")
+@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def run(
+    scenario: Path,
+    out: Path | None,
+    paths: int | None,
+    seed: int | None,
+    workers: int | None,
+    scheduler: str | None,
+    keep_paths: int | None,
+    no_report: bool,
+    overrides: tuple[str, ...],
+    quiet: bool,
+) -> None:
+    """Simulate SCENARIO and write its run directory."""
+    from simulator.decisions.runner import run_scenario
+    from simulator.output import check_output_directory
+    from simulator.report.headline import headline
+    from simulator.serving.resolve import load_scenario
+
+    resolved = load_scenario(scenario, overrides)
+    directory = out or Path("outputs") / safe_dir_name(resolved.name)
+    check_output_directory(directory)
+    results = run_scenario(
+        resolved, paths=paths, seed=seed, workers=workers, scheduler=scheduler, keep_paths=keep_paths,
+        show_progress=not quiet,
+    )
+    results.save(directory, report=not no_report)
+    if quiet:
+        return
+    summaries = results.summaries() if isinstance(results, VariantResults) else {"": results.summary}
+    for name, summary in summaries.items():
+        title = f"{resolved.name}{' · ' + name if name else ''}: {summary['paths']} paths"
+        table = Table(title=title, show_header=False)
+        table.add_column(style="bold")
+        table.add_column()
+        for label, text in headline(summary):
+            table.add_row(label, text)
+        console.print(table)
+        kept = summary["kept_paths"]
+        if kept < summary["paths"]:
+            which = f"paths 0–{kept - 1}" if kept else "no path"
+            console.print(f"per-path series kept for {which} of {summary['paths']} (--keep-paths); "
+                          "bands.parquet, pnl.parquet and summary.json cover all", markup=False, highlight=False)
+    console.print(f"wrote {directory}/" + ("" if no_report else f" (open {directory / 'report.html'})"),
+                  markup=False, highlight=False)
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--param", "params", multiple=True, required=True, metavar="FIELD=V1,V2,...",
+              help="A field and the values to try (repeatable; YAML values).")
+@click.option("--zip", "zipped", is_flag=True, help="Pair the value lists in order instead of a full grid.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Directory (default outputs/<name>-sweep/).")
+@click.option("--paths", type=click.IntRange(min=1), help="Paths per point (default: the scenario's).")
+@click.option("--seed", type=click.IntRange(min=0), help="Root seed (the same at every point).")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes.")
+@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, workers, overrides, quiet: bool) -> None:
+    """Run SCENARIO at every combination of parameter values; one row of headline figures each."""
+    from simulator.decisions.runner import run_scenario
+    from simulator.decisions.sweep import parse_parameters, run_sweep, save_sweep, sweep_points
+    from simulator.output import check_output_directory
+    from simulator.serving.resolve import load_scenario
+
+    base = load_scenario(scenario, overrides)
+    directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sweep"
+    check_output_directory(directory)
+    parameters = parse_parameters(params)
+    table = run_sweep(scenario, sweep_points(parameters, zipped),
+                      lambda point: run_scenario(point.model_copy(update={"variants": {}}), paths=paths, seed=seed,
+                                                 workers=workers, show_progress=False),
+                      overrides)
+    save_sweep(directory, table, base, parameters)
+    if not quiet:
+        shown = [*parameters, "share_served_p50", "first_shortfall_p50", "gross_margin_pct_p50",
+                 "gross_margin_usd_p10", "cost_per_1m_tokens_usd_p50"]
+        view = Table(title=f"{base.name}: {len(table)} points")
+        for column in shown:
+            view.add_column(column.replace("_", " "), justify="right")
+        for _, row in table[shown].iterrows():
+            view.add_row(*(cell(row[column]) for column in shown))
+        console.print(view)
+        console.print(f"wrote {directory}/", markup=False, highlight=False)
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Directory (default outputs/<name>-sensitivity/).")
+@click.option("--paths", type=click.IntRange(min=1), help="Paths per run (default: the scenario's).")
+@click.option("--seed", type=click.IntRange(min=0), help="Root seed (the same for every run).")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes.")
+@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def sensitivity(scenario: Path, out: Path | None, paths, seed, workers, overrides, quiet: bool) -> None:
+    """Swing of margin and shortfall as each uncertain input goes from its P10 to its P90."""
+    from simulator.decisions.runner import run_scenario
+    from simulator.decisions.sensitivity import save_sensitivity, sensitivity_table
+    from simulator.output import check_output_directory
+    from simulator.serving.resolve import load_scenario
+
+    base = load_scenario(scenario, overrides)
+    directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sensitivity"
+    check_output_directory(directory)
+    table = sensitivity_table(base, lambda point: run_scenario(point, paths=paths, seed=seed, workers=workers,
+                                                               show_progress=False))
+    save_sensitivity(directory, table, base)
+    if not quiet:
+        view = Table(title=f"{base.name}: sensitivity (P50 gross margin, USD)")
+        for column in ("input", "input p10", "input p90", "margin at p10", "margin at p90", "swing"):
+            view.add_column(column, justify="left" if column == "input" else "right")
+        for _, row in table.iterrows():
+            view.add_row(str(row["input"]), cell(row["input_p10"]), cell(row["input_p90"]),
+                         cell(row["gross_margin_usd_p10"]), cell(row["gross_margin_usd_p90"]),
+                         cell(row["gross_margin_usd_swing"]))
+        console.print(view)
+        console.print(f"wrote {directory}/ (tornado.png)", markup=False, highlight=False)
+
+
+@main.command(name="plan")
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--action", "actions", multiple=True, required=True, metavar="NAME=POOL@DATE:STEP:MAX",
+              help="A candidate: add STEP-sized batches (up to MAX) of GPUs to POOL from DATE (repeatable).")
+@click.option("--target", type=click.FloatRange(0, 1), default=0.1, show_default=True,
+              help="Highest acceptable probability of any shortfall over the horizon.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Directory (default outputs/<name>-plan/).")
+@click.option("--paths", type=click.IntRange(min=1), help="Paths per candidate (default: the scenario's).")
+@click.option("--seed", type=click.IntRange(min=0), help="Root seed of the search.")
+@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
+def plan_command(scenario: Path, actions, target: float, out, paths, seed, overrides, quiet: bool) -> None:
+    """Find the cheapest combination of candidate purchases that meets a shortfall-risk target."""
+    from simulator.decisions.planner import apply_actions, parse_action, plan, save_plan
+    from simulator.output import check_output_directory
+    from simulator.runs.montecarlo import simulate
+    from simulator.serving.resolve import load_scenario
+
+    base = load_scenario(scenario, overrides)
+    directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-plan"
+    check_output_directory(directory)
+    candidates = [parse_action(text) for text in actions]
+    search_seed = base.seed if seed is None else seed
+
+    def evaluate(point):
+        summary = simulate(point.model_copy(update={"variants": {}}), paths=paths, seed=search_seed).summary
+        return summary["first_shortfall_time"]["probability"], summary["quantiles"]["cost_usd"]["p50"]
+
+    result = plan(base.model_copy(update={"variants": {}}), candidates, target, evaluate)
+    planned = apply_actions(base.model_copy(update={"variants": {}}), candidates, result.quantities)
+    check = simulate(planned, paths=paths, seed=search_seed + 1_000_003)
+    save_plan(directory, check, result, target)
+    if not quiet:
+        fresh = check.summary["first_shortfall_time"]["probability"]
+        met = result.risk <= target and fresh <= target
+        title = f"{base.name}: cheapest plan for P(shortfall) <= {target:g}" if met else (
+            f"{base.name}: TARGET NOT MET (P(shortfall) <= {target:g}); the best found")
+        view = Table(title=title, show_header=False)
+        for action in candidates:
+            view.add_row(action.name, f"{result.quantities[action.name]:,} GPUs to {action.pool} from {action.at}")
+        view.add_row("P(shortfall), search seeds", f"{result.risk:.1%}")
+        view.add_row("P(shortfall), fresh seeds", f"{fresh:.1%}")
+        view.add_row("total cost P50", f"${result.cost_usd:,.0f}")
+        view.add_row("plans simulated", str(result.evaluations))
+        console.print(view)
+        console.print(f"wrote {directory}/", markup=False, highlight=False)

@@ -1,0 +1,59 @@
+"""``fleetcast serving``: the request-level engine on one replica (or a few behind a router)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.table import Table
+
+from simulator.cli.app import console, main
+from simulator.serving.report import report_rows
+
+
+@main.command()
+@click.option("--model", "llm", required=True, help="Model name, e.g. llama-3.1-70b (case-insensitive).")
+@click.option("--gpu", required=True, help="GPU name, e.g. H100 (case-insensitive).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs per replica.")
+@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True)
+@click.option("--kv-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), help="KV-cache dtype (default: --dtype).")
+@click.option("--max-batch", type=click.IntRange(min=1), default=256, show_default=True)
+@click.option("--chunk", "chunk", type=click.IntRange(min=1), help="Chunked-prefill token budget per iteration.")
+@click.option("--trace", help="Azure-format trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens), or azure-conv.")
+@click.option("--rate-scale", type=click.FloatRange(min=0, min_open=True), help="Replay the trace at K times its rate.")
+@click.option("--input-len", type=click.IntRange(min=1), help="Prompt tokens per request (without --trace).")
+@click.option("--output-len", type=click.IntRange(min=1), help="Output tokens per request (without --trace).")
+@click.option("--num-requests", type=click.IntRange(min=1), help="Requests (without --trace).")
+@click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Poisson arrival rate, req/s (default: all at time 0).")
+@click.option("--replicas", type=click.IntRange(min=1), default=1, show_default=True, help="Replicas behind a router.")
+@click.option("--router", type=click.Choice(["least_outstanding", "round_robin"]), default="least_outstanding", show_default=True)
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, trace, rate_scale, input_len, output_len,
+            num_requests, rate, replicas, router, seed, as_json) -> None:
+    """Serve a workload on one replica (or several) with the request-level engine.
+
+    Without --rate (and without a trace) all requests arrive at time 0: offline throughput.
+    """
+    from simulator.serving.report import serving_report
+
+    if trace is None and None in (input_len, output_len, num_requests):
+        raise click.UsageError("give --trace, or all of --input-len, --output-len and --num-requests")
+    if trace is not None and (input_len or output_len or num_requests):
+        raise click.UsageError("--trace replaces --input-len, --output-len and --num-requests")
+    if trace is None and rate_scale is not None:
+        raise click.UsageError("--rate-scale applies to a --trace; use --rate for synthetic requests")
+    report = serving_report(
+        llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch, chunk=chunk,
+        trace=trace, rate_scale=rate_scale, input_len=input_len, output_len=output_len,
+        num_requests=num_requests, rate=rate, replicas=replicas, router=router, seed=seed,
+    )
+    if as_json:
+        click.echo(json.dumps(report, allow_nan=False))
+        return
+    table = Table(title=report["config"], show_header=False)
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    for label, value in report_rows(report):
+        table.add_row(label, value)
+    console.print(table)

@@ -1,0 +1,65 @@
+"""Run a scenario the way the CLI does: its variants too, on the executor asked for, with
+progress on stderr.
+
+A Dask scheduler address runs the paths as tasks on that cluster (Dask reruns the task of
+a worker that dies; :func:`simulator.runs.cluster.dask_executor`); otherwise paths run on a
+local process pool.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+from simulator.decisions.variants import VariantResults, variant_scenarios
+from simulator.runs.cluster import dask_executor
+from simulator.runs.montecarlo import simulate
+from simulator.runs.results import DEFAULT_KEEP_PATHS, Results
+from simulator.scenario import Scenario
+
+
+def run_scenario(
+    scenario: Scenario,
+    *,
+    paths: int | None = None,
+    seed: int | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    keep_paths: int | None = DEFAULT_KEEP_PATHS,
+    show_progress: bool = True,
+) -> Results | VariantResults:
+    """Simulate (every variant, when the scenario has some) with a progress bar on stderr."""
+    if scenario.variants:
+        return VariantResults({
+            name: run_scenario(variant, paths=paths, seed=seed, workers=workers, scheduler=scheduler,
+                               keep_paths=keep_paths, show_progress=show_progress)
+            for name, variant in variant_scenarios(scenario).items()
+        }, scenario)
+    n_paths = paths or scenario.paths
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+        disable=not show_progress or n_paths < 2,
+    )
+    with progress, (dask_executor(scheduler) if scheduler else contextlib.nullcontext()) as executor:
+        task = progress.add_task("paths", total=n_paths)
+        return simulate(
+            scenario,
+            paths=paths,
+            seed=seed,
+            executor=executor,
+            workers=workers,
+            keep_paths=keep_paths,
+            progress=lambda done, total: progress.update(task, completed=done),
+        )

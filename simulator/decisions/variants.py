@@ -1,0 +1,76 @@
+"""Named variants of a scenario, run side by side with common random numbers.
+
+A scenario's ``variants`` map names to field overrides (``{"fleet.pools[0].count": 512}``).
+Each variant is the base scenario with its overrides applied, simulated with the same seed:
+path *i* of every variant draws the same demand, failures and slips for the pools and models
+they share (streams are keyed by name), so the differences between variants come from the
+plans, not from luck. Two identical variants give identical results.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from simulator.output import staged_directory
+from simulator.report.headline import headline_figures
+from simulator.runs.results import Results
+from simulator.scenario import Scenario
+from simulator.serving.resolve import load_scenario
+
+BASE = "base"
+
+
+def variant_scenarios(scenario: Scenario) -> dict[str, Scenario]:
+    """The base scenario (without variants) and each variant, validated and resolved.
+
+    Capacities derived from ``serving`` are derived again for each variant (a variant may
+    change the serving configuration; unchanged ones come from the disk cache), and files
+    named by a variant are read relative to the scenario's folder.
+    """
+    base = scenario.model_dump(mode="json")
+    base["variants"] = {}
+    for model in base.get("models", []):
+        if model.get("serving") is not None:
+            model["capacity_rps"] = model["slo_curve"] = None
+    out = {BASE: load_scenario(base, base_dir=scenario.source_dir)}
+    for name, overrides in scenario.variants.items():
+        out[name] = load_scenario(base, overrides, base_dir=scenario.source_dir)
+    return out
+
+
+@dataclass
+class VariantResults:
+    """Results of the base and every variant, and their comparison."""
+
+    results: dict[str, Results]
+    scenario: Scenario | None = None  # the scenario with its variants
+
+    def summaries(self) -> dict[str, dict[str, Any]]:
+        return {name: result.summary for name, result in self.results.items()}
+
+    @property
+    def comparison(self) -> pd.DataFrame:
+        return headline_figures({name: result.summary for name, result in self.results.items()})
+
+    def save(self, directory: str | Path, report: bool = True) -> Path:
+        """The base run's files at the top, each variant under ``variants/<name>/``, and
+        ``comparison.csv``; written atomically as one directory."""
+        with staged_directory(Path(directory)) as staging:
+            for name, result in self.results.items():
+                if name != BASE:
+                    result.write_files(staging / "variants" / name, report=report)
+            self.comparison.to_csv(staging / "comparison.csv", index=True)
+            self.results[BASE].write_files(staging, self.scenario, report=report)
+        return Path(directory)
+
+
+def simulate_variants(scenario: Scenario, **kwargs: Any) -> VariantResults:
+    """Simulate the base and every variant with the same seed and paths (common random numbers)."""
+    from simulator.runs.montecarlo import simulate
+
+    runs = {name: simulate(s, **kwargs) for name, s in variant_scenarios(scenario).items()}
+    return VariantResults(runs, scenario)

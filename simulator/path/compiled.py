@@ -1,0 +1,346 @@
+"""A scenario compiled to the flat arrays and SI numbers the engine and kernels take.
+
+Compiling once per run (not per path) keeps the per-path work to drawing random numbers
+and moving the clock. Money is USD, time seconds, power kW at the meter (PUE included).
+Random streams are keyed by the *names* of pools and models (a CRC32), so two variants of a
+scenario draw the same numbers for the same pool or model: common random numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from simulator.demand import expected_counts, expected_level_counts
+from simulator.path.streams import stream_key
+from simulator.path.training.plan import training_jobs, training_streams
+from simulator.scenario import Scenario, ScenarioError
+from simulator.scenario.fleet import (
+    Autoscale,
+    Failures,
+    OnDemand,
+    Owned,
+    Procurement,
+    Reserved,
+    Spot,
+)
+from simulator.scenario.training import LaunchAfter
+from simulator.units import SECONDS_PER_MONTH, SECONDS_PER_YEAR
+
+KIND_OWNED, KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT = 0, 1, 2, 3
+#: Largest expected request count in one step (Poisson draws and float sums stay exact-ish).
+MAX_REQUESTS_PER_STEP = 1e15
+API_NONE, API_OVERFLOW, API_ALL = 0, 1, 2
+
+
+@dataclass(frozen=True)
+class PoolChange:
+    """GPUs added (delta > 0) or removed (delta < 0) at ``at_s`` seconds from the start."""
+
+    pool: int
+    at_s: float
+    delta: int
+
+
+@dataclass(frozen=True)
+class PoolOrder:
+    """GPUs ordered at ``at_s``; they arrive after ``lead_s`` plus a slip drawn from ``slip``."""
+
+    pool: int
+    at_s: float
+    count: int
+    lead_s: float
+    slip: object | None  # a DurationDistribution
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """What the engine's processes need to know about one pool."""
+
+    name: str
+    kind: int
+    key: int
+    failures: Failures | None
+    spot: Spot | None
+    autoscale: Autoscale | None
+    max_count: int
+    provisioning_delay_s: float
+    reserved_start_s: float
+    reserved_end_s: float
+    retire_s: float
+    procurement: Procurement | None
+    site_kw_per_gpu: float
+
+
+@dataclass(frozen=True)
+class CompiledScenario:
+    """Everything one path needs, as arrays indexed by pool and by model."""
+
+    n_steps: int
+    step_s: float
+    horizon_s: float
+    pool_names: tuple[str, ...]
+    model_names: tuple[str, ...]
+    pools: tuple[PoolPlan, ...]
+    # Pools.
+    initial_count: np.ndarray  # int64: GPUs in service at the start
+    pools_count: np.ndarray  # int64: each pool's `count` (a reserved pool's commitment)
+    owned: np.ndarray  # bool
+    kind: np.ndarray  # int64, KIND_*
+    price_usd: np.ndarray  # purchase price per owned GPU
+    life_s: np.ndarray  # straight-line depreciation life of owned GPUs
+    cloud_usd_gpu_s: np.ndarray
+    facility_usd_gpu_s: np.ndarray
+    busy_kw: np.ndarray
+    idle_kw: np.ndarray
+    changes: tuple[PoolChange, ...]
+    orders: tuple[PoolOrder, ...]
+    power_caps: tuple[tuple[float, float], ...]  # (at_s, kW), sorted
+    # Models.
+    model_keys: tuple[int, ...]
+    capacity_per_step: np.ndarray
+    gpus_per_replica: np.ndarray  # int64
+    preferences: np.ndarray  # int64 (n_models, max pools), -1 padded
+    revenue_per_request: np.ndarray  # (n_steps, n_models), USD, price decline applied
+    fixed_revenue: np.ndarray  # (n_steps, n_models), USD per step (subscriptions)
+    subscribers: np.ndarray  # (n_steps, n_models), mean subscribers during the step
+    api_mode: np.ndarray  # int64, API_*
+    api_limit_per_step: np.ndarray
+    api_cost_per_request: np.ndarray
+    slo_load: np.ndarray  # (n_models, points): per-replica load grid of the SLO curve
+    slo_attainment: np.ndarray  # (n_models, points): share of requests within the SLO
+    expected_demand: np.ndarray  # (n_steps, n_models) expected requests per step
+    noise: tuple[str, ...]
+    tokens_per_request: np.ndarray  # input + output tokens, per model
+    # Training.
+    inference_need: np.ndarray  # (n_steps, n_pools): expected GPUs the models preferring a pool need
+    training_mode: tuple[str, ...]
+    training_partition: np.ndarray  # int64: dedicated training GPUs per pool
+    training_policy: str
+    training_review_s: float
+    jobs: tuple  # JobSpec
+    job_streams: tuple  # StreamSpec
+    launches: tuple[tuple[int, str, float], ...]  # (model, job name, delay s)
+    demands: tuple  # the models' Demand, to recompute a launch that waits on a job
+    subscriptions: tuple  # per model: (requests per day, USD per month) or None
+    horizon: object
+    # Scalars.
+    usd_per_kwh: float
+    other_usd_s: float
+
+
+def compile_scenario(scenario: Scenario) -> CompiledScenario:
+    """Turn a validated scenario into engine inputs."""
+    horizon = scenario.horizon
+    pools = scenario.fleet.pools
+    index = {pool.name: i for i, pool in enumerate(pools)}
+    energy = scenario.energy
+    tdp_kw = np.array([scenario.gpu(pool.gpu).tdp_w / 1000.0 for pool in pools], dtype=np.float64)
+    owned = np.array([pool.owned for pool in pools], dtype=bool)
+    meter = tdp_kw * energy.server_power_factor * energy.pue * owned
+    plans = tuple(_pool_plan(scenario, i) for i in range(len(pools)))
+    changes = tuple(sorted(
+        (PoolChange(i, horizon.offset_of(c.at), c.delta) for i, pool in enumerate(pools) for c in pool.changes),
+        key=lambda change: (change.at_s, change.pool),
+    ))
+    orders = tuple(
+        PoolOrder(i, horizon.offset_of(o.at), o.count, o.lead_time, o.slip)
+        for i, pool in enumerate(pools) for o in pool.orders
+    )
+    caps = tuple(sorted((horizon.offset_of(cap.at), cap.mw * 1000.0) for cap in scenario.power.caps))
+    models = scenario.models
+    width = max((len(model.pools) for model in models), default=1) or 1
+    preferences = np.full((len(models), width), -1, dtype=np.int64)
+    for m, model in enumerate(models):
+        preferences[m, : len(model.pools)] = [index[name] for name in model.pools]
+    n_steps = horizon.n_steps
+    demand = np.zeros((n_steps, len(models)), dtype=np.float64)
+    revenue = np.zeros((n_steps, len(models)), dtype=np.float64)
+    fixed_revenue = np.zeros((n_steps, len(models)), dtype=np.float64)
+    subscribers = np.zeros((n_steps, len(models)), dtype=np.float64)
+    mid_years = (np.arange(n_steps) + 0.5) * horizon.step_s / SECONDS_PER_YEAR
+    for m, model in enumerate(models):
+        demand[:, m] = expected_counts(model.demand, horizon)
+        peak = float(demand[:, m].max(initial=0.0))
+        if not peak <= MAX_REQUESTS_PER_STEP:
+            raise ScenarioError(("models", m, "demand"), f"grows to {peak:.3g} requests in a step, beyond the "
+                                f"{MAX_REQUESTS_PER_STEP:.0e} Fleetcast can count; check base_rps and growth")
+        pricing = scenario.pricing_of(model)
+        revenue[:, m] = model.revenue_per_request(scenario.pricing) * (1 - pricing.decline_per_year) ** mid_years
+        if model.subscription is not None:
+            per_subscriber_step = model.subscription.requests_per_day * horizon.step_s / 86_400.0
+            subscribers[:, m] = expected_level_counts(model.demand, horizon) / per_subscriber_step
+            fixed_revenue[:, m] = subscribers[:, m] * model.subscription.usd_per_month * horizon.step_s / SECONDS_PER_MONTH
+    slo_load, slo_attainment = _slo_tables(models)
+    api_mode = np.array([_api_mode(model) for model in models], dtype=np.int64)
+    api_limit = np.array(
+        [np.inf if model.api is None or model.api.rate_limit_rps is None else model.api.rate_limit_rps * horizon.step_s
+         for model in models], dtype=np.float64)
+    return CompiledScenario(
+        n_steps=n_steps,
+        step_s=horizon.step_s,
+        horizon_s=n_steps * horizon.step_s,
+        pool_names=tuple(pool.name for pool in pools),
+        model_names=tuple(model.name for model in models),
+        pools=plans,
+        initial_count=np.array(
+            [0 if plans[i].reserved_start_s > 0 else pool.count for i, pool in enumerate(pools)], dtype=np.int64
+        ),
+        pools_count=np.array([pool.count for pool in pools], dtype=np.int64),
+        owned=owned,
+        kind=np.array([plan.kind for plan in plans], dtype=np.int64),
+        price_usd=np.array([_price(pool.acquisition) for pool in pools], dtype=np.float64),
+        life_s=np.array([_life_s(pool.acquisition) for pool in pools], dtype=np.float64),
+        cloud_usd_gpu_s=np.array([_rent(pool.acquisition) for pool in pools], dtype=np.float64),
+        facility_usd_gpu_s=tdp_kw * energy.server_power_factor * owned
+        * scenario.facility.usd_per_kw_month / SECONDS_PER_MONTH,
+        busy_kw=meter * energy.draw_fraction,
+        idle_kw=meter * energy.idle_fraction,
+        changes=changes,
+        orders=orders,
+        power_caps=caps,
+        model_keys=tuple(stream_key(model.name) for model in models),
+        capacity_per_step=np.array(
+            [float(model.capacity_rps or 0.0) * horizon.step_s for model in models], dtype=np.float64
+        ),
+        gpus_per_replica=np.array([model.gpus_per_replica for model in models], dtype=np.int64),
+        preferences=preferences,
+        revenue_per_request=revenue,
+        fixed_revenue=fixed_revenue,
+        subscribers=subscribers,
+        api_mode=api_mode,
+        api_limit_per_step=api_limit,
+        api_cost_per_request=np.array([model.api_cost_per_request for model in models], dtype=np.float64),
+        slo_load=slo_load,
+        slo_attainment=slo_attainment,
+        expected_demand=demand,
+        noise=tuple(model.demand.noise for model in models),
+        tokens_per_request=np.array(
+            [model.demand.input_tokens + model.demand.output_tokens for model in models], dtype=np.float64
+        ),
+        inference_need=_inference_need(demand, preferences, models, horizon.step_s, len(pools)),
+        training_mode=tuple(pool.training.mode for pool in pools),
+        training_partition=np.array(
+            [pool.training.partition_gpus if pool.training.mode == "dedicated" else 0 for pool in pools], dtype=np.int64
+        ),
+        training_policy=scenario.training.policy,
+        training_review_s=max(scenario.training.review_every, horizon.step_s),
+        jobs=training_jobs(scenario, index),
+        job_streams=training_streams(scenario, index),
+        launches=tuple(
+            (m, model.demand.start.after_job, model.demand.start.delay)
+            for m, model in enumerate(models) if isinstance(model.demand.start, LaunchAfter)
+        ),
+        demands=tuple(model.demand for model in models),
+        subscriptions=tuple(
+            None if model.subscription is None else (model.subscription.requests_per_day, model.subscription.usd_per_month)
+            for model in models
+        ),
+        horizon=horizon,
+        usd_per_kwh=energy.usd_per_kwh,
+        other_usd_s=scenario.other_costs.usd_per_month / SECONDS_PER_MONTH,
+    )
+
+
+def launch_arrays(plan: CompiledScenario, model: int, launch_s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A model's expected requests, subscribers and subscription revenue per step for a launch
+    at ``launch_s`` (a launch that waited on a training job)."""
+    demand, horizon = plan.demands[model], plan.horizon
+    expected = expected_counts(demand, horizon, launch_s=launch_s)
+    subscribers = np.zeros(plan.n_steps)
+    revenue = np.zeros(plan.n_steps)
+    if plan.subscriptions[model] is not None:
+        per_day, usd_per_month = plan.subscriptions[model]
+        subscribers = expected_level_counts(demand, horizon, launch_s=launch_s) / (per_day * plan.step_s / 86_400.0)
+        revenue = subscribers * usd_per_month * plan.step_s / SECONDS_PER_MONTH
+    return expected, subscribers, revenue
+
+
+def _inference_need(demand: np.ndarray, preferences: np.ndarray, models, step_s: float, n_pools: int) -> np.ndarray:
+    """GPUs per step the models need on their first-choice pools, from expected demand."""
+    need = np.zeros((demand.shape[0], n_pools))
+    for m, model in enumerate(models):
+        if preferences[m, 0] < 0 or not model.capacity_rps:
+            continue
+        per_step = model.capacity_rps * step_s
+        need[:, preferences[m, 0]] += np.ceil(demand[:, m] / per_step * (1 - 1e-12)) * model.gpus_per_replica
+    return need
+
+
+def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
+    pool = scenario.fleet.pools[i]
+    acquisition = pool.acquisition
+    horizon = scenario.horizon
+    kind = {Owned: KIND_OWNED, OnDemand: KIND_ON_DEMAND, Reserved: KIND_RESERVED, Spot: KIND_SPOT}[type(acquisition)]
+    start = end = np.inf
+    if isinstance(acquisition, Reserved):
+        start = 0.0 if acquisition.start is None else horizon.offset_of(acquisition.start)
+        end = start + acquisition.term
+    autoscale = acquisition.autoscale if isinstance(acquisition, OnDemand) else None
+    max_count = pool.count
+    if isinstance(acquisition, OnDemand) and acquisition.max_count is not None:
+        max_count = acquisition.max_count
+    retire = acquisition.retire_years * (365.25 * 86400) if isinstance(acquisition, Owned) and acquisition.retire_years else np.inf
+    return PoolPlan(
+        name=pool.name,
+        kind=kind,
+        key=stream_key(pool.name),
+        failures=scenario.failures_of(i),
+        spot=acquisition if isinstance(acquisition, Spot) else None,
+        autoscale=autoscale,
+        max_count=max_count,
+        provisioning_delay_s=acquisition.provisioning_delay if isinstance(acquisition, OnDemand) else 0.0,
+        reserved_start_s=0.0 if start == np.inf else start,
+        reserved_end_s=end,
+        retire_s=retire,
+        procurement=pool.procurement,
+        site_kw_per_gpu=scenario.site_kw_per_gpu(pool.gpu) if pool.owned else 0.0,
+    )
+
+
+def _api_mode(model) -> int:
+    if model.api is None:
+        return API_NONE
+    return API_ALL if model.api.mode == "all" else API_OVERFLOW
+
+
+def _slo_tables(models) -> tuple[np.ndarray, np.ndarray]:
+    """SLO curves as equal-length rows, starting at load 0; no curve means all within the SLO."""
+    curves = []
+    for model in models:
+        if model.slo_curve is None:
+            curves.append(([0.0, 1.0], [1.0, 1.0]))
+            continue
+        load, attained = list(model.slo_curve.load), list(model.slo_curve.attainment)
+        if load[0] > 0:
+            load, attained = [0.0, *load], [attained[0], *attained]
+        curves.append((load, attained))
+    width = max((len(load) for load, _ in curves), default=2)
+    grid = np.zeros((len(models), width))
+    value = np.ones((len(models), width))
+    for m, (load, attained) in enumerate(curves):
+        pad = width - len(load)
+        # Pad by repeating the last point at slightly larger loads (keeps the grid increasing).
+        grid[m] = load + [load[-1] + 1e-9 * (k + 1) for k in range(pad)]
+        value[m] = attained + [attained[-1]] * pad
+    return grid, value
+
+
+def _price(acquisition) -> float:
+    return float(acquisition.price_usd or 0.0) if isinstance(acquisition, Owned) else 0.0
+
+
+def _life_s(acquisition) -> float:
+    if isinstance(acquisition, Owned):
+        return acquisition.depreciation_years * SECONDS_PER_YEAR
+    return np.inf
+
+
+def _rent(acquisition) -> float:
+    if isinstance(acquisition, OnDemand | Reserved | Spot):
+        return float(acquisition.usd_per_gpu_hour or 0.0) / 3600.0
+    return 0.0
+
+
+__all__ = ["CompiledScenario", "compile_scenario"]

@@ -1,0 +1,243 @@
+"""One Monte Carlo path: a SimPy environment, the fleet on it, and the step clock.
+
+The engine only wires components onto one clock and runs it. Events (deliveries, orders,
+retirements, failures and repairs, spot preemptions, autoscaling, power caps, reserved
+terms, end of depreciation) are SimPy processes that change the :class:`FleetState`;
+before each change the :class:`StepClock` integrates, in one numba call, every step from the
+previous change up to this event with the fleet as it was. An event at time ``t`` takes
+effect from the first step that starts at or after ``t``.
+
+The engine knows no YAML and no files: it takes a :class:`CompiledScenario` and a seed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from simulator.demand import sample_counts
+from simulator.path.compiled import CompiledScenario
+from simulator.path.fleet import FleetState
+from simulator.path.fleet.autoscaler import autoscaler
+from simulator.path.fleet.outages import OutageChannels
+from simulator.path.fleet.procurement import dated_order, delivery_delay, procurement_policy
+from simulator.path.kernels import (
+    CH_DOWN,
+    CH_OUTAGES,
+    CH_POOL,
+    CH_REPAIRS,
+    MODEL_SERVED,
+    N_MODEL_COLS,
+    N_POOL_COLS,
+    integrate_interval,
+)
+from simulator.path.streams import (
+    STREAM_DEMAND,
+    STREAM_FAILURES,
+    STREAM_ORDERS,
+    STREAM_PREEMPTION,
+    path_generator,
+)
+from simulator.path.training.runtime import start_training
+
+
+@dataclass
+class PathResult:
+    """Raw arrays of one path, turned into tables by :mod:`simulator.path.tables`."""
+
+    path: int
+    pool_out: np.ndarray  # (n_steps, n_pools, N_POOL_COLS)
+    model_out: np.ndarray  # (n_steps, n_models, N_MODEL_COLS)
+    other_out: np.ndarray  # (n_steps,)
+    capex: np.ndarray  # (n_steps, n_pools): purchases paid at delivery, USD
+    orders: list  # (order time s, pool, GPUs, delivery time s) of policy orders
+    training_queued: np.ndarray | None = None  # (n_steps,) jobs waiting
+    training_running: np.ndarray | None = None  # (n_steps,) jobs running
+    jobs: list = field(default_factory=list)  # simulator.path.training.jobs.Job
+    served_tokens: np.ndarray | None = None  # (n_steps,)
+    subscribers: np.ndarray | None = None  # (n_steps, n_models)
+    inputs: dict = field(default_factory=dict)  # uncertain inputs drawn for this path
+    outages: int = 0  # failures and preemptions that took GPUs down
+    repairs: int = 0
+    kernel_calls: int = 0
+
+
+class StepClock:
+    """Integrates steps up to the current event with the fleet held fixed."""
+
+    def __init__(self, env: simpy.Environment, plan: CompiledScenario, demand: np.ndarray,
+                 outages: OutageChannels) -> None:
+        self.env = env
+        self.plan = plan
+        self.demand = demand
+        self.outages = outages
+        self.fleet: FleetState | None = None
+        # Per-path copies where a launch waiting on a training job changes them mid-run.
+        launches = bool(plan.launches)
+        self.fixed_revenue = plan.fixed_revenue.copy() if launches else plan.fixed_revenue
+        self.subscribers = plan.subscribers.copy() if launches else plan.subscribers
+        self.inference_need = plan.inference_need.copy() if launches else plan.inference_need
+        self.next_step = 0
+        n_pools, n_models = len(plan.pool_names), len(plan.model_names)
+        self.pool_out = _output_array((plan.n_steps, n_pools, N_POOL_COLS))
+        self.model_out = _output_array((plan.n_steps, n_models, N_MODEL_COLS))
+        self.other_out = _output_array((plan.n_steps,))
+        self.kernel_calls = 0
+
+    def advance(self) -> None:
+        """Integrate every step that starts before now."""
+        end = min(_first_step_at_or_after(self.env.now, self.plan.step_s), self.plan.n_steps)
+        if end <= self.next_step or self.fleet is None:
+            return
+        fleet, plan, outages = self.fleet, self.plan, self.outages
+        outages.prepare(self.next_step, end, fleet.installed)
+        integrate_interval(
+            self.next_step,
+            end,
+            plan.step_s,
+            self.demand,
+            plan.capacity_per_step,
+            plan.gpus_per_replica,
+            plan.preferences,
+            plan.revenue_per_request,
+            self.fixed_revenue,
+            plan.api_mode,
+            plan.api_limit_per_step,
+            plan.api_cost_per_request,
+            plan.slo_load,
+            plan.slo_attainment,
+            fleet.installed,
+            fleet.failed,
+            fleet.is_spot,
+            fleet.blocked,
+            fleet.training,
+            fleet.training_floor,
+            fleet.depreciation_usd_s,
+            plan.cloud_usd_gpu_s,
+            plan.facility_usd_gpu_s,
+            plan.busy_kw,
+            plan.idle_kw,
+            plan.usd_per_kwh,
+            plan.other_usd_s,
+            outages.ints,
+            outages.floats,
+            outages.heap_time,
+            outages.heap_count,
+            outages.expo,
+            outages.repair,
+            self.pool_out,
+            self.model_out,
+            self.other_out,
+        )
+        self.kernel_calls += 1
+        self.next_step = end
+
+
+def _output_array(shape: tuple[int, ...]) -> np.ndarray:
+    """A zeroed array for kernel output, backed by ordinary (not transparent huge) pages.
+
+    NumPy asks the kernel for transparent huge pages on large arrays; where the kernel then
+    compacts memory on the first touch (``defrag=madvise``), filling a year of minute steps
+    took 0.3 s instead of 0.05 s on the CI machine (benchmarks/bench_engine.py). The
+    kernel fills these arrays once, sequentially, so small pages cost nothing here.
+    """
+    toggle = getattr(getattr(np, "_core", np).multiarray, "_set_madvise_hugepage", None)
+    if toggle is None:
+        return np.zeros(shape)
+    previous = toggle(False)
+    try:
+        return np.zeros(shape)
+    finally:
+        toggle(previous)
+
+
+def _first_step_at_or_after(seconds: float, step_s: float) -> int:
+    return max(0, int(np.ceil(seconds / step_s - 1e-9)))
+
+
+def draw_demand(plan: CompiledScenario, seed: int, path: int) -> np.ndarray:
+    """Requests per step for every model, from the path's demand streams."""
+    demand = np.empty_like(plan.expected_demand)
+    for m, noise in enumerate(plan.noise):
+        rng = path_generator(seed, path, STREAM_DEMAND, plan.model_keys[m])
+        demand[:, m] = sample_counts(plan.expected_demand[:, m], noise, rng)
+    return demand
+
+
+def _scheduled_change(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, delta: int):
+    yield env.timeout(at_s)
+    if delta > 0:
+        fleet.deliver(pool, delta)
+    else:
+        fleet.remove(pool, -delta)
+
+
+def _power_cap(env: simpy.Environment, fleet: FleetState, at_s: float, kw: float):
+    yield env.timeout(at_s)
+    fleet.set_power_cap(kw)
+
+
+def _outage_channels(plan: CompiledScenario, seed: int, path: int) -> OutageChannels:
+    """Hardware failures and spot preemptions of every pool that has them."""
+    channels = []
+    for pool, info in enumerate(plan.pools):
+        if info.failures is not None:
+            failures = info.failures
+            channels.append((pool, failures.rate_per_gpu_hour, failures.blast_radius, failures.repair,
+                             path_generator(seed, path, STREAM_FAILURES, info.key)))
+        if info.spot is not None:
+            channels.append((pool, info.spot.preemption_rate_per_gpu_hour, 1, info.spot.replacement,
+                             path_generator(seed, path, STREAM_PREEMPTION, info.key)))
+    return OutageChannels(channels, plan.n_steps, plan.step_s)
+
+
+def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
+    """Simulate one path of a compiled scenario."""
+    env = simpy.Environment()
+    outages = _outage_channels(plan, seed, path)
+    clock = StepClock(env, plan, draw_demand(plan, seed, path), outages)
+    fleet = FleetState(env, plan, clock.advance)
+    fleet.outage_down = outages.ints[:, CH_DOWN]
+    fleet.outage_pool = outages.ints[:, CH_POOL]
+    clock.fleet = fleet
+    horizon = plan.horizon_s
+    for at_s, kw in plan.power_caps:
+        if at_s <= 0:
+            fleet.power_cap_kw = kw
+        elif at_s < horizon:
+            env.process(_power_cap(env, fleet, at_s, kw))
+    for pool, count in enumerate(plan.initial_count):
+        if count:
+            fleet.deliver(pool, int(count))
+    for change in plan.changes:
+        if change.at_s < horizon:
+            env.process(_scheduled_change(env, fleet, change.pool, change.at_s, change.delta))
+    on_order = np.zeros(len(plan.pool_names), dtype=np.int64)
+    orders_log: list = []
+    for pool, info in enumerate(plan.pools):
+        if info.reserved_start_s > 0 and info.reserved_start_s < horizon:
+            env.process(_scheduled_change(env, fleet, pool, info.reserved_start_s, int(plan.pools_count[pool])))
+        if info.reserved_end_s < horizon:
+            env.process(_scheduled_change(env, fleet, pool, info.reserved_end_s, -int(plan.pools_count[pool])))
+        order_rng = path_generator(seed, path, STREAM_ORDERS, info.key)
+        for order in (o for o in plan.orders if o.pool == pool):
+            delay = delivery_delay(order.lead_s, order.slip, order_rng)
+            env.process(dated_order(env, fleet, pool, order.at_s, order.count, delay, on_order))
+        if info.procurement is not None:
+            env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
+        if info.autoscale is not None:
+            env.process(autoscaler(env, fleet, plan, pool, clock, int(plan.initial_count[pool])))
+    training = start_training(env, fleet, clock, plan, lambda stream, key: path_generator(seed, path, stream, key))
+    env.run(until=horizon)
+    clock.advance()
+    queued, running = training.per_step(plan.n_steps, plan.step_s)
+    for job in training.jobs:  # plain records from here on: results cross process boundaries
+        job.process = job.finished = None
+    return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log,
+                      training_queued=queued, training_running=running, jobs=training.jobs,
+                      served_tokens=clock.model_out[:, :, MODEL_SERVED] @ plan.tokens_per_request,
+                      subscribers=clock.subscribers,
+                      outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),
+                      kernel_calls=clock.kernel_calls)

@@ -1,0 +1,178 @@
+"""GPUs per pool, by state, and the purchases behind them.
+
+Counts per pool: ``installed`` (in service), ``failed`` (installed but down: failures and
+spot preemptions, advanced by the step kernel, see :mod:`simulator.path.fleet.outages`),
+``blocked`` (delivered owned GPUs waiting for site power), ``training`` (held by training
+jobs). ``available = installed − failed``.
+
+Every purchase of owned GPUs (the initial count, each dated addition or order) is a
+*cohort*: it is paid on delivery (capex, recorded at the delivery step), depreciates
+straight-line at ``price / life`` from the moment it is placed in service until its life
+ends (the GPUs stay installed after that), and retires at end of life when the pool says so.
+Removals retire the oldest GPUs first, working ones before failed ones, and stop their
+depreciation (they are taken as sold at net book value).
+
+Before any count or rate changes, ``before_change`` is called: that is how the step clock
+integrates the interval ending at this event with the fleet as it was during it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from simulator.path.compiled import KIND_SPOT, CompiledScenario
+
+
+@dataclass
+class Cohort:
+    """Owned GPUs bought at one time, depreciating together."""
+
+    count: int
+    usd_per_gpu_s: float
+    depreciating: bool = True
+
+
+class FleetState:
+    """Counts of GPUs per pool and their cost rates, changed only through its methods."""
+
+    def __init__(
+        self, env: simpy.Environment, plan: CompiledScenario, before_change: Callable[[], None]
+    ) -> None:
+        self.env = env
+        self.plan = plan
+        self._before_change = before_change
+        n = len(plan.pool_names)
+        self.installed = np.zeros(n, dtype=np.int64)
+        self.failed = np.zeros(n, dtype=np.int64)
+        self.is_spot = plan.kind == KIND_SPOT
+        self.blocked = np.zeros(n, dtype=np.int64)
+        self.training = np.zeros(n, dtype=np.int64)
+        self.training_floor = np.zeros(n, dtype=np.int64)  # GPUs kept from inference (dedicated)
+        self.depreciation_usd_s = np.zeros(n, dtype=np.float64)
+        self.capex = np.zeros((plan.n_steps, n), dtype=np.float64)
+        self.power_cap_kw = np.inf
+        self._cohorts: list[deque[Cohort]] = [deque() for _ in range(n)]
+        self._waiting_power: list[deque[int]] = [deque() for _ in range(n)]
+        self.outage_down = np.zeros((0, 1), dtype=np.int64)  # set by the engine: channels' CH_DOWN view
+        self.outage_pool = np.zeros(0, dtype=np.int64)
+
+    # -- queries ---------------------------------------------------------------------------
+    @property
+    def available(self) -> np.ndarray:
+        return self.installed - self.failed
+
+    def site_kw(self) -> float:
+        return float(sum(self.installed[p] * self.plan.pools[p].site_kw_per_gpu for p in range(len(self.installed))))
+
+    # -- supply ----------------------------------------------------------------------------
+    def deliver(self, pool: int, count: int, paid: bool = True) -> None:
+        """GPUs arrive now: owned ones are paid, then installed as far as site power allows."""
+        self._before_change()
+        if self.plan.owned[pool]:
+            if paid:
+                self._record_capex(pool, count * float(self.plan.price_usd[pool]))
+            self._waiting_power[pool].append(count)
+            self.blocked[pool] += count
+            self._install_waiting()
+        else:
+            self._install(pool, count)
+
+    def remove(self, pool: int, count: int) -> None:
+        """Retire ``count`` GPUs of ``pool`` now: oldest first, working before failed."""
+        self._before_change()
+        count = min(count, int(self.installed[pool]))
+        working = int(self.installed[pool] - self.failed[pool])
+        self._retire_failed(pool, max(0, count - working))
+        self.installed[pool] -= count
+        left = count
+        cohorts = self._cohorts[pool]
+        while left > 0 and cohorts:
+            oldest = cohorts[0]
+            taken = min(left, oldest.count)
+            oldest.count -= taken
+            left -= taken
+            if oldest.count == 0:
+                cohorts.popleft()
+        self._recompute(pool)
+        self._install_waiting()
+
+    def set_training(self, pool: int, gpus: int) -> None:
+        """Training jobs hold ``gpus`` GPUs of ``pool`` from now on."""
+        self._before_change()
+        self.training[pool] = gpus
+
+    def set_power_cap(self, kw: float) -> None:
+        """A new site power cap from now on; waiting deliveries are installed if they fit."""
+        self._before_change()
+        self.power_cap_kw = kw
+        self._install_waiting()
+
+    # -- internals -------------------------------------------------------------------------
+    def _install_waiting(self) -> None:
+        """Install waiting owned deliveries, first come first served, while power allows."""
+        headroom = self.power_cap_kw - self.site_kw()
+        for pool, queue in enumerate(self._waiting_power):
+            kw = self.plan.pools[pool].site_kw_per_gpu
+            while queue:
+                if kw <= 0 or headroom == np.inf:
+                    fits = queue[0]
+                else:
+                    fits = min(queue[0], max(0, int(np.floor(headroom / kw + 1e-9))))
+                if fits <= 0:
+                    break
+                headroom -= fits * kw
+                queue[0] -= fits
+                if queue[0] == 0:
+                    queue.popleft()
+                self.blocked[pool] -= fits
+                self._install(pool, fits)
+
+    def _install(self, pool: int, count: int) -> None:
+        self.installed[pool] += count
+        plan = self.plan
+        if plan.owned[pool] and (plan.price_usd[pool] > 0 or np.isfinite(plan.pools[pool].retire_s)):
+            life = float(plan.life_s[pool])
+            cohort = Cohort(count, float(plan.price_usd[pool]) / life)
+            self._cohorts[pool].append(cohort)
+            if cohort.usd_per_gpu_s > 0:
+                self.env.process(self._depreciate(pool, cohort, life))
+            if np.isfinite(plan.pools[pool].retire_s):
+                self.env.process(self._retire(pool, cohort, plan.pools[pool].retire_s))
+        self._recompute(pool)
+
+    def _record_capex(self, pool: int, usd: float) -> None:
+        step = int(self.env.now // self.plan.step_s)
+        if 0 <= step < self.plan.n_steps:
+            self.capex[step, pool] += usd
+
+    def _depreciate(self, pool: int, cohort: Cohort, life: float):
+        yield self.env.timeout(life)
+        if cohort.count > 0:
+            self._before_change()
+            cohort.depreciating = False
+            self._recompute(pool)
+
+    def _retire(self, pool: int, cohort: Cohort, after: float):
+        yield self.env.timeout(after)
+        if cohort.count > 0:
+            # Removals take the oldest first; a cohort at end of life is the oldest left
+            # unless dated removals reordered things, which only matters for depreciation.
+            self.remove(pool, cohort.count)
+
+    def _retire_failed(self, pool: int, count: int) -> None:
+        """Failed GPUs leave with a removal: their outage channels forget them too."""
+        self.failed[pool] -= count
+        for channel in np.flatnonzero(self.outage_pool == pool):
+            taken = min(count, int(self.outage_down[channel]))
+            self.outage_down[channel] -= taken
+            count -= taken
+
+    def _recompute(self, pool: int) -> None:
+        self.depreciation_usd_s[pool] = sum(
+            c.count * c.usd_per_gpu_s for c in self._cohorts[pool] if c.depreciating
+        )

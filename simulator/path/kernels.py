@@ -1,0 +1,358 @@
+"""Numba step kernels: integrate the fleet's load, use and money between two events.
+
+Between two consecutive events the fleet is fixed, so one compiled call integrates every
+step of the interval ``[k0, k1)``: for each step it places the replicas each model needs on
+its pools (in the models' order, each model's pools in its order of preference), serves
+``min(demand, capacity)``, and books GPUs by use, energy, cost and revenue into
+preallocated arrays. Random draws never happen here: demand arrives as an array drawn
+from the path's NumPy generator.
+
+Column layouts of the output arrays are named by the ``POOL_*`` and ``MODEL_*`` constants.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+# Per (step, pool) columns.
+POOL_INSTALLED = 0
+POOL_AVAILABLE = 1
+POOL_INFERENCE = 2
+POOL_TRAINING = 3
+POOL_IDLE = 4
+POOL_BUSY = 5  # GPU-equivalents doing work: served load of inference replicas + training
+POOL_DEPRECIATION = 6
+POOL_CLOUD = 7
+POOL_ENERGY = 8
+POOL_FACILITY = 9
+POOL_ENERGY_KWH = 10
+POOL_POWER_BLOCKED = 11  # delivered GPUs waiting for site power
+# The parts of this pool's cost components that are training (R&D) compute.
+POOL_RND_DEPRECIATION = 12
+POOL_RND_CLOUD = 13
+POOL_RND_ENERGY = 14
+POOL_RND_FACILITY = 15
+N_POOL_COLS = 16
+
+# Per (step, model) columns.
+MODEL_DEMAND = 0
+MODEL_SERVED = 1
+MODEL_UNSERVED = 2
+MODEL_REPLICAS = 3
+MODEL_SHORTFALL_GPUS = 4
+MODEL_SLO_MET = 5  # requests served within the SLO
+MODEL_REVENUE = 6
+MODEL_API_REQUESTS = 7  # requests served by the external API
+MODEL_API_COST = 8
+N_MODEL_COLS = 9
+
+API_NONE, API_OVERFLOW, API_ALL = 0, 1, 2
+
+# Columns of the per-channel integer state.
+CH_POOL = 0
+CH_BLAST = 1
+CH_DOWN = 2  # GPUs this channel has down now
+CH_BASIS = 3  # working GPUs of the pool when the next outage time was drawn
+CH_EXPO = 4  # next unused unit exponential
+CH_REPAIR = 5  # next unused repair time
+CH_HEAP = 6  # pending repairs
+CH_OUTAGES = 7  # outages so far
+CH_REPAIRS = 8  # repairs so far
+N_CH_INT = 9
+# Columns of the per-channel float state.
+CH_RATE = 0  # outages per working GPU per second
+CH_NEXT = 1  # time of the next outage (inf: none pending)
+CH_CLOCK = 2  # time up to which the channel has been advanced
+N_CH_FLOAT = 3
+
+# Kernels that call each other live in this one file: numba's on-disk cache (cache=True)
+# is invalidated by changes to a function's own file only.
+
+# Demand within this relative margin of a whole number of replicas' capacity needs no extra
+# replica (so that 3 replicas' worth computed as 3.0000000000000004 asks for 3, not 4).
+_REPLICA_SLACK = 1e-12
+
+
+@njit(cache=True)
+def _interpolate(xs, ys, x):
+    """Piecewise-linear ``y(x)``, flat beyond the ends."""
+    if x <= xs[0]:
+        return ys[0]
+    last = xs.shape[0] - 1
+    if x >= xs[last]:
+        return ys[last]
+    j = 1
+    while xs[j] < x:
+        j += 1
+    w = (x - xs[j - 1]) / (xs[j] - xs[j - 1])
+    return ys[j - 1] + w * (ys[j] - ys[j - 1])
+
+
+@njit(cache=True)
+def integrate_interval(
+    k0,
+    k1,
+    step_s,
+    demand,
+    capacity_per_step,
+    gpus_per_replica,
+    preferences,
+    revenue_per_request,
+    fixed_revenue,
+    api_mode,
+    api_limit_per_step,
+    api_cost_per_request,
+    slo_load,
+    slo_attainment,
+    installed,
+    failed,
+    is_spot,
+    power_blocked,
+    training,
+    training_floor,
+    depreciation_usd_s,
+    cloud_usd_gpu_s,
+    facility_usd_gpu_s,
+    busy_kw,
+    idle_kw,
+    usd_per_kwh,
+    other_usd_s,
+    outage_ints,
+    outage_floats,
+    heap_time,
+    heap_count,
+    outage_expo,
+    outage_repair,
+    pool_out,
+    model_out,
+    other_out,
+):
+    """Integrate steps ``k0 <= k < k1`` with the fleet held fixed.
+
+    Args:
+        k0, k1: first step and one past the last step of the interval.
+        step_s: step length in seconds.
+        demand: requests per step, shape (n_steps, n_models).
+        capacity_per_step: requests one replica serves in one step, per model.
+        gpus_per_replica: GPUs of one replica, per model.
+        preferences: pool indices per model in order of preference, -1 padded.
+        revenue_per_request: USD per served request, shape (n_steps, n_models).
+        fixed_revenue: USD per step independent of service (subscriptions), (n_steps, n_models).
+        api_mode, api_limit_per_step, api_cost_per_request: the external API tier per model
+            (API_NONE, API_OVERFLOW: unserved demand goes to it, API_ALL: all demand does).
+        slo_load, slo_attainment: per model, the share of requests served within the SLO at
+            each per-replica load (served / capacity of the placed replicas), increasing load.
+        installed, training: GPUs per pool.
+        failed: GPUs per pool down now (failures, preemptions); advanced here step by step.
+        is_spot: per pool, billed only for GPUs running (else for GPUs installed).
+        power_blocked: delivered GPUs per pool waiting for site power.
+        training_floor: GPUs per pool kept from inference for training (a dedicated partition).
+        outage_*, heap_*: the outage channels' state (:mod:`simulator.path.fleet.outages`).
+        depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
+        cloud_usd_gpu_s: rental price per installed GPU, USD per second.
+        facility_usd_gpu_s: facility charge per installed GPU, USD per second.
+        busy_kw, idle_kw: facility power (PUE included) of a busy and an idle GPU, per pool.
+        usd_per_kwh: energy price.
+        other_usd_s: fixed other costs, USD per second.
+        pool_out, model_out, other_out: output arrays written for steps k0..k1-1.
+    """
+    n_models = demand.shape[1]
+    n_pools = installed.shape[0]
+    n_prefs = preferences.shape[1]
+    hours = step_s / 3600.0
+    free = np.empty(n_pools, dtype=np.int64)
+    available = np.empty(n_pools, dtype=np.int64)
+    billed = np.empty(n_pools, dtype=np.int64)
+    inference = np.empty(n_pools, dtype=np.int64)
+    busy = np.empty(n_pools, dtype=np.float64)
+    for k in range(k0, k1):
+        advance_outages(k * step_s, installed, failed, outage_ints, outage_floats, heap_time, heap_count,
+                        outage_expo, outage_repair)
+        for p in range(n_pools):
+            available[p] = installed[p] - failed[p]
+            billed[p] = available[p] if is_spot[p] else installed[p]
+            free[p] = max(available[p] - max(training[p], training_floor[p]), 0)
+            inference[p] = 0
+            busy[p] = float(min(training[p], available[p]))
+        for m in range(n_models):
+            requests = demand[k, m]
+            per_replica = capacity_per_step[m]
+            gpus = gpus_per_replica[m]
+            needed = 0
+            if requests > 0.0 and api_mode[m] != API_ALL:
+                needed = int(math.ceil(requests / per_replica * (1.0 - _REPLICA_SLACK)))
+            placed = 0
+            for j in range(n_prefs):
+                p = preferences[m, j]
+                if p < 0 or placed >= needed:
+                    break
+                take = min(needed - placed, free[p] // gpus)
+                if take <= 0:
+                    continue
+                free[p] -= take * gpus
+                inference[p] += take * gpus
+                placed += take
+                # Replicas are filled in turn, so this pool's share of the load is its share
+                # of the replicas (all full except, when demand is met, the last one).
+                load = min(requests, placed * per_replica) - min(requests, (placed - take) * per_replica)
+                busy[p] += load / per_replica * gpus
+            # All demand is served exactly when every replica it needs was placed.
+            self_served = requests if placed >= needed else placed * per_replica
+            if api_mode[m] == API_ALL:
+                self_served = 0.0
+            left = requests - self_served
+            api = 0.0
+            if api_mode[m] != API_NONE and left > 0.0:
+                api = min(left, api_limit_per_step[m])
+            unserved = left - api
+            served = requests - unserved
+            short = 0
+            if unserved > 0.0 and api_mode[m] != API_ALL:
+                if api > 0.0:  # the GPUs missing for what the API could not take either
+                    short = int(math.ceil(unserved / per_replica * (1.0 - _REPLICA_SLACK))) * gpus
+                else:
+                    short = (needed - placed) * gpus
+            replica_load = self_served / (placed * per_replica) if placed > 0 else 0.0
+            within = _interpolate(slo_load[m], slo_attainment[m], replica_load)
+            model_out[k, m, MODEL_DEMAND] = requests
+            model_out[k, m, MODEL_SERVED] = served
+            model_out[k, m, MODEL_UNSERVED] = unserved
+            model_out[k, m, MODEL_REPLICAS] = placed
+            model_out[k, m, MODEL_SHORTFALL_GPUS] = short
+            model_out[k, m, MODEL_SLO_MET] = self_served * within + api
+            model_out[k, m, MODEL_REVENUE] = served * revenue_per_request[k, m] + fixed_revenue[k, m]
+            model_out[k, m, MODEL_API_REQUESTS] = api
+            model_out[k, m, MODEL_API_COST] = api * api_cost_per_request[m]
+        for p in range(n_pools):
+            avail = available[p]
+            train = min(training[p], avail)
+            cloud = cloud_usd_gpu_s[p] * billed[p] * step_s
+            facility = facility_usd_gpu_s[p] * installed[p] * step_s
+            depreciation = depreciation_usd_s[p] * step_s
+            kwh = (busy[p] * busy_kw[p] + (avail - busy[p]) * idle_kw[p]) * hours
+            energy = kwh * usd_per_kwh
+            # GPUs held for training: those running jobs, and idle ones of a dedicated partition.
+            held = min(max(train, training_floor[p]), avail)
+            share = held / installed[p] if installed[p] > 0 else 0.0
+            pool_out[k, p, POOL_RND_DEPRECIATION] = depreciation * share
+            pool_out[k, p, POOL_RND_CLOUD] = cloud * (held / billed[p] if billed[p] > 0 else 0.0)
+            pool_out[k, p, POOL_RND_ENERGY] = (train * busy_kw[p] + (held - train) * idle_kw[p]) * hours * usd_per_kwh
+            pool_out[k, p, POOL_RND_FACILITY] = facility * share
+            pool_out[k, p, POOL_INSTALLED] = installed[p]
+            pool_out[k, p, POOL_AVAILABLE] = avail
+            pool_out[k, p, POOL_INFERENCE] = inference[p]
+            pool_out[k, p, POOL_TRAINING] = train
+            pool_out[k, p, POOL_IDLE] = avail - train - inference[p]
+            pool_out[k, p, POOL_BUSY] = busy[p]
+            pool_out[k, p, POOL_DEPRECIATION] = depreciation
+            pool_out[k, p, POOL_CLOUD] = cloud
+            pool_out[k, p, POOL_ENERGY] = energy
+            pool_out[k, p, POOL_FACILITY] = facility
+            pool_out[k, p, POOL_ENERGY_KWH] = kwh
+            pool_out[k, p, POOL_POWER_BLOCKED] = power_blocked[p]
+        other_out[k] = other_usd_s * step_s
+
+
+@njit(cache=True)
+def advance_outages(until, installed, failed, ints, floats, heap_time, heap_count, expo, repair):
+    """Process every outage and repair at or before ``until``; update ``failed`` per pool.
+
+    See :mod:`simulator.path.fleet.outages` for the model.
+    """
+    n = ints.shape[0]
+    if n == 0:
+        return
+    for c in range(n):
+        pool = ints[c, CH_POOL]
+        if ints[c, CH_BASIS] != installed[pool] - failed[pool]:
+            # The pool changed size since the draw: redraw from where the channel stands.
+            _redraw(c, floats[c, CH_CLOCK], installed, failed, ints, floats, expo)
+    while True:
+        best = -1
+        best_time = until
+        is_repair = False
+        for c in range(n):
+            if floats[c, CH_NEXT] <= best_time:
+                best, best_time, is_repair = c, floats[c, CH_NEXT], False
+            if ints[c, CH_HEAP] > 0 and heap_time[c, 0] <= best_time:
+                best, best_time, is_repair = c, heap_time[c, 0], True
+        if best < 0:
+            for c in range(n):
+                floats[c, CH_CLOCK] = until
+            return
+        pool = ints[best, CH_POOL]
+        if is_repair:
+            count = _heap_pop(best, ints, heap_time, heap_count)
+            back = min(count, ints[best, CH_DOWN], failed[pool])
+            ints[best, CH_DOWN] -= back
+            failed[pool] -= back
+            ints[best, CH_REPAIRS] += 1
+        else:
+            down = min(ints[best, CH_BLAST], installed[pool] - failed[pool])
+            if ints[best, CH_REPAIR] >= repair.shape[1] or not repair[best, ints[best, CH_REPAIR]] >= 0:
+                raise RuntimeError("outage random buffer exhausted")
+            if down > 0:
+                ints[best, CH_DOWN] += down
+                failed[pool] += down
+                _heap_push(best, best_time + repair[best, ints[best, CH_REPAIR]], down, ints, heap_time, heap_count)
+                ints[best, CH_REPAIR] += 1
+                ints[best, CH_OUTAGES] += 1
+        for c in range(n):  # the pool's rate changed: redraw its channels (memoryless)
+            if ints[c, CH_POOL] == pool:
+                _redraw(c, best_time, installed, failed, ints, floats, expo)
+
+
+@njit(cache=True)
+def _redraw(c, now, installed, failed, ints, floats, expo):
+    pool = ints[c, CH_POOL]
+    working = installed[pool] - failed[pool]
+    ints[c, CH_BASIS] = working
+    if working <= 0 or floats[c, CH_RATE] <= 0.0:
+        floats[c, CH_NEXT] = np.inf
+        return
+    position = ints[c, CH_EXPO]
+    if position >= expo.shape[1] or not expo[c, position] >= 0:
+        raise RuntimeError("outage random buffer exhausted")
+    floats[c, CH_NEXT] = now + expo[c, position] / (floats[c, CH_RATE] * working)
+    ints[c, CH_EXPO] = position + 1
+
+
+@njit(cache=True)
+def _heap_push(c, time, count, ints, heap_time, heap_count):
+    j = ints[c, CH_HEAP]
+    ints[c, CH_HEAP] = j + 1
+    while j > 0:
+        parent = (j - 1) // 2
+        if heap_time[c, parent] <= time:
+            break
+        heap_time[c, j] = heap_time[c, parent]
+        heap_count[c, j] = heap_count[c, parent]
+        j = parent
+    heap_time[c, j] = time
+    heap_count[c, j] = count
+
+
+@njit(cache=True)
+def _heap_pop(c, ints, heap_time, heap_count):
+    top = heap_count[c, 0]
+    last = ints[c, CH_HEAP] - 1
+    ints[c, CH_HEAP] = last
+    time, count = heap_time[c, last], heap_count[c, last]
+    j = 0
+    while True:
+        child = 2 * j + 1
+        if child >= last:
+            break
+        if child + 1 < last and heap_time[c, child + 1] < heap_time[c, child]:
+            child += 1
+        if heap_time[c, child] >= time:
+            break
+        heap_time[c, j] = heap_time[c, child]
+        heap_count[c, j] = heap_count[c, child]
+        j = child
+    heap_time[c, j] = time
+    heap_count[c, j] = count
+    return top

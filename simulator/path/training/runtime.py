@@ -1,0 +1,65 @@
+"""Wire a path's training onto the engine: schedulers, jobs, and launches that wait on jobs."""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from simulator.demand import sample_counts
+from simulator.path.compiled import launch_arrays
+from simulator.path.streams import STREAM_DEMAND, STREAM_TRAINING
+from simulator.path.training.policies import POLICIES
+from simulator.path.training.scheduler import Cluster, PoolScheduler, TrainingLog
+from simulator.path.training.sources import make_jobs, stream_jobs, submitter
+
+
+def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> TrainingLog:
+    """Create the pools' schedulers and submit the path's jobs; return the log to read at the end.
+
+    ``generator(stream, key)`` gives the path's generator for a random stream and key.
+    """
+    log = TrainingLog()
+    for pool, floor in enumerate(plan.training_partition):
+        fleet.training_floor[pool] = floor
+    specs = list(plan.jobs)
+    for stream in plan.job_streams:
+        specs.extend(stream_jobs(stream, generator(STREAM_TRAINING, stream.key)))
+    if not specs:
+        return log
+    jobs = make_jobs(specs)
+    log.jobs = jobs
+    cluster = Cluster(env, log)
+    policy = POLICIES[plan.training_policy]
+    rng = generator(STREAM_TRAINING, 0)
+    schedulers = [
+        PoolScheduler(env, cluster, fleet, pool, policy, plan.training_mode[pool], int(plan.training_partition[pool]),
+                      clock.inference_need[:, pool], plan.step_s, rng)
+        for pool in range(len(plan.pool_names))
+    ]
+    used = {job.pool for job in jobs}
+    for pool in used:
+        if plan.training_mode[pool] != "dedicated":
+            env.process(schedulers[pool].review(plan.training_review_s))
+    by_name = {job.name: job for job in jobs}
+    for model, job_name, delay in plan.launches:
+        job = by_name[job_name]
+        job.finished = job.finished or env.event()
+        env.process(_launch_after(env, clock, plan, model, job, delay, generator(STREAM_DEMAND, plan.model_keys[model])))
+    env.process(submitter(env, jobs, schedulers))
+    return log
+
+
+def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: float, rng: np.random.Generator):
+    """When ``job`` completes, demand for ``model`` starts ``delay`` later."""
+    yield job.finished
+    yield env.timeout(delay)
+    clock.advance()
+    expected, subscribers, revenue = launch_arrays(plan, model, env.now)
+    first = clock.next_step
+    clock.demand[first:, model] = sample_counts(expected[first:], plan.noise[model], rng)
+    clock.subscribers[first:, model] = subscribers[first:]
+    clock.fixed_revenue[first:, model] = revenue[first:]
+    pool = plan.preferences[model, 0]
+    if pool >= 0 and plan.capacity_per_step[model] > 0:
+        replicas = np.ceil(expected[first:] / plan.capacity_per_step[model] * (1 - 1e-12))
+        clock.inference_need[first:, pool] += replicas * plan.gpus_per_replica[model]

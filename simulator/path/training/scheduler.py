@@ -1,0 +1,143 @@
+"""Gang scheduling of training jobs on one pool, sharing it with inference.
+
+A job starts only when all its GPUs are free for training at once. How many are free
+depends on the pool's mode: ``dedicated``: its partition, less what jobs hold; ``leftover``
+and ``preempt``: the pool's available GPUs less what jobs hold and what inference is
+expected to need this step (from expected demand of the models that prefer the pool). In
+``preempt`` mode, when inference needs GPUs that jobs hold, jobs are preempted (lowest
+priority, then latest started first) and requeued. The queue is re-examined when a job
+arrives or ends and every ``review_every``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from simulator.path.fleet.state import FleetState
+from simulator.path.training.jobs import Job, run_job
+from simulator.path.training.policies import Policy
+
+
+class TrainingLog:
+    """Queue and running counts over time, and every job, for the tables."""
+
+    def __init__(self) -> None:
+        self.times: list[float] = [0.0]
+        self.queued: list[int] = [0]
+        self.running: list[int] = [0]
+        self.jobs: list[Job] = []
+
+    def record(self, now: float, queued: int, running: int) -> None:
+        if now == self.times[-1]:
+            self.queued[-1], self.running[-1] = queued, running
+        else:
+            self.times.append(now)
+            self.queued.append(queued)
+            self.running.append(running)
+
+    def per_step(self, n_steps: int, step_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Counts during each step: the state after every change at or before its start."""
+        starts = np.arange(n_steps) * step_s
+        index = np.searchsorted(np.asarray(self.times), starts + 1e-9 * step_s, side="right") - 1
+        return np.asarray(self.queued)[index], np.asarray(self.running)[index]
+
+
+class Cluster:
+    """Every pool's scheduler, with shared queue/running counts."""
+
+    def __init__(self, env: simpy.Environment, log: TrainingLog) -> None:
+        self.env = env
+        self.log = log
+        self.schedulers: list[PoolScheduler] = []
+
+    def record(self) -> None:
+        queued = sum(len(s.queue) for s in self.schedulers)
+        running = sum(len(s.running) for s in self.schedulers)
+        self.log.record(self.env.now, queued, running)
+
+
+class PoolScheduler:
+    """The queue and the running jobs of one pool."""
+
+    def __init__(self, env: simpy.Environment, cluster: Cluster, fleet: FleetState, pool: int, policy: Policy,
+                 mode: str, partition: int, inference_need: np.ndarray, step_s: float,
+                 rng: np.random.Generator) -> None:
+        self.env, self.cluster, self.fleet, self.pool = env, cluster, fleet, pool
+        self.policy, self.mode, self.partition = policy, mode, partition
+        self.need, self.step_s, self.rng = inference_need, step_s, rng
+        self.queue: list[Job] = []
+        self.running: list[Job] = []
+        cluster.schedulers.append(self)
+
+    @property
+    def held(self) -> int:
+        return sum(job.gpus for job in self.running)
+
+    def _inference_need(self) -> int:
+        step = min(int(self.env.now // self.step_s), len(self.need) - 1)
+        return int(self.need[step]) if step >= 0 else 0
+
+    def free(self) -> int:
+        available = int(self.fleet.available[self.pool])
+        if self.mode == "dedicated":
+            return max(min(self.partition, available) - self.held, 0)
+        return max(available - self.held - self._inference_need(), 0)
+
+    def submit(self, job: Job) -> None:
+        self.queue.append(job)
+        self.try_start()
+
+    def try_start(self) -> None:
+        if not self.queue:
+            self.cluster.record()
+            return
+        now = self.env.now
+        running = [(now + job.remaining_wall_s, job.gpus) for job in self.running]
+        for job in self.policy(self.queue, self.free(), now, running):
+            self._start(job)
+        self.cluster.record()
+
+    def _start(self, job: Job) -> None:
+        self.queue.remove(job)
+        self.running.append(job)
+        if job.start_s is None:
+            job.start_s = self.env.now
+        job.running_since = self.env.now
+        job.running = True
+        self.fleet.set_training(self.pool, self.held)
+        job.process = self.env.process(run_job(self.env, job, self.rng, self._done))
+
+    def _release(self, job: Job) -> None:
+        self.running.remove(job)
+        job.running = False
+        job.held_gpu_s += (self.env.now - job.running_since) * job.gpus
+        self.fleet.set_training(self.pool, self.held)
+
+    def _done(self, job: Job) -> None:
+        self._release(job)
+        if job.finished is not None:
+            job.finished.succeed(job)
+        self.try_start()
+
+    def preempt_for_inference(self) -> None:
+        """In ``preempt`` mode, give inference back the GPUs it needs now."""
+        if self.mode != "preempt" or not self.running:
+            return
+        deficit = self._inference_need() - (int(self.fleet.available[self.pool]) - self.held)
+        victims = sorted(self.running, key=lambda job: (job.priority, -job.running_since, -job.order))
+        for job in victims:
+            if deficit <= 0:
+                break
+            job.process.interrupt("preempted by inference")
+            self._release(job)
+            self.queue.append(job)
+            self.queue.sort(key=lambda queued: queued.order)
+            deficit -= job.gpus
+
+    def review(self, every: float):
+        """Re-examine the pool periodically: capacity for training moves with inference."""
+        while True:
+            yield self.env.timeout(every)
+            self.preempt_for_inference()
+            self.try_start()

@@ -1,0 +1,101 @@
+"""What one path sends back from the worker that ran it: small, whatever the horizon.
+
+A :class:`PathDigest` holds the path's totals (one row of the summary), its monthly P&L,
+its band series (float32, for the per-step quantiles), its training figures and the inputs
+drawn for it; and, only for the paths a run keeps, its full tables (:class:`PathTables`).
+The main process never needs more than that, so a run's memory grows with the kept paths,
+not with all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from simulator.economics.pnl import monthly_pnl
+from simulator.path.compiled import CompiledScenario
+from simulator.path.engine import PathResult
+from simulator.path.tables import jobs_table, models_table, pools_table, timeseries_table
+from simulator.runs.bands import path_series
+from simulator.runs.summary import path_totals
+from simulator.scenario import Scenario
+
+
+@dataclass
+class PathTables:
+    """One path's full tables (kept paths only)."""
+
+    timeseries: pd.DataFrame
+    pools: pd.DataFrame
+    models: pd.DataFrame
+    jobs: pd.DataFrame
+
+
+@dataclass
+class TrainingDigest:
+    """One path's training jobs, reduced to what the summary pools over paths."""
+
+    jobs: int
+    started: int
+    completed: int
+    preemptions: int
+    interruptions: int
+    useful_gpu_hours: float
+    held_gpu_hours: float
+    waits_s: np.ndarray
+    wait_sum_s: float
+    #: End time of each named job of the scenario (NaT: not finished within the horizon).
+    completion: dict[str, pd.Timestamp] = field(default_factory=dict)
+
+
+@dataclass
+class PathDigest:
+    path: int
+    totals: dict[str, Any]
+    pnl: pd.DataFrame
+    series: np.ndarray
+    training: TrainingDigest | None
+    inputs: dict[str, float]
+    tables: PathTables | None = None
+
+
+def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool) -> PathDigest:
+    """Tabulate one path and reduce it; the full tables travel only when ``keep``."""
+    times = scenario.horizon.times()
+    timeseries = timeseries_table([result], times, plan)
+    jobs = jobs_table([result], scenario.horizon.start, plan)
+    totals = path_totals(timeseries, scenario.horizon.step_s).iloc[0].to_dict()
+    tables = None
+    if keep:
+        tables = PathTables(timeseries, pools_table([result], times, plan), models_table([result], times, plan), jobs)
+    return PathDigest(
+        path=result.path,
+        totals=totals,
+        pnl=monthly_pnl(timeseries, scenario.financing, scenario.horizon.step_s),
+        series=path_series(timeseries),
+        training=training_digest(jobs, {job.name for job in scenario.training.jobs}),
+        inputs=result.inputs,
+        tables=tables,
+    )
+
+
+def training_digest(jobs: pd.DataFrame, named: set[str]) -> TrainingDigest | None:
+    if not len(jobs):
+        return None
+    ends = jobs.drop_duplicates("job").set_index("job")["end_time"]
+    return TrainingDigest(
+        jobs=len(jobs),
+        started=int(jobs["start_time"].notna().sum()),
+        completed=int(jobs["end_time"].notna().sum()),
+        preemptions=int(jobs["preemptions"].sum()),
+        interruptions=int(jobs["interruptions"].sum()),
+        useful_gpu_hours=float(jobs["useful_gpu_hours"].sum()),
+        held_gpu_hours=float(jobs["held_gpu_hours"].sum()),
+        waits_s=(waits := jobs["wait_s"].dropna().to_numpy(dtype=np.float64)),
+        wait_sum_s=math.fsum(waits),
+        completion={name: ends.get(name, pd.NaT) for name in sorted(named)},
+    )
