@@ -22,7 +22,8 @@ at the *middle* of that step, ``(k + ½)·step``: by then every event that belon
 has been applied and none that belongs to a later step has. Events that would take effect at
 or after the end of the horizon are never scheduled.
 
-Model (per step ``k``, each model ``m`` in listed order):
+Model (per step ``k``, each model ``m`` in listed order; one replica shape per model, as in the
+scenarios it is compared on; per-pool shapes are checked by hand in tests/test_replica_shapes.py):
     needed   = ceil(d / c × (1 − 1e-12)) (0 if d = 0), with ``c = capacity_rps × step_s``
     replicas are placed on the model's pools in preference order, ``min(needed − placed,
     free_p // gpus_per_replica)`` on each, ``free_p`` starting at available − training and

@@ -335,9 +335,21 @@ def test_duplicate_keys_and_impossible_dates_in_files(tmp_path):
 
 def test_a_serving_dtype_problem_names_the_dtype(tmp_path):
     growth = Path(__file__).parents[1] / "scenarios" / "growth.yaml"
-    result = CliRunner().invoke(main, ["validate", str(growth), "--set", "models[0].serving.gpu=A100-80GB"])
+    result = CliRunner().invoke(main, ["validate", str(growth), "--set", "fleet.pools[0].gpu=A100-80GB"])
     assert result.exit_code == 2
     assert result.stderr.startswith("error: models[0].serving.dtype: A100-80GB has no FP8 support")
+    assert "(pool 'h100')" in result.stderr
+
+
+def test_a_serving_gpu_that_contradicts_the_pool_names_both(tmp_path):
+    growth = Path(__file__).parents[1] / "scenarios" / "growth.yaml"
+    result = CliRunner().invoke(main, ["validate", str(growth), "--set", "models[0].serving.gpu=B200"])
+    assert result.exit_code == 2 and "Traceback" not in result.stderr
+    assert result.stderr.startswith("error: models[0].serving.gpu: is B200 but pool 'h100' holds H100")
+    assert result.stderr.rstrip().endswith(")") and "(line " in result.stderr
+    # Naming the pool's own GPU (in any case) is accepted.
+    ok = CliRunner().invoke(main, ["validate", str(growth), "--set", "models[0].serving.gpu=h100"])
+    assert ok.exit_code == 0, ok.stderr
 
 
 def test_custom_gpu_types_are_usable(tmp_path):

@@ -180,9 +180,10 @@ def test_a_scenario_with_serving_runs_and_shows_its_capacity(tmp_path, monkeypat
     assert result.exit_code == 0, result.output
     resolved = simulator.load_scenario(out / "scenario.resolved.yaml")
     assistant = resolved.models[0]
-    assert assistant.serving is not None and assistant.serving.gpu == "H100"
-    assert assistant.capacity_rps > 1 and assistant.gpus_per_replica == 4
-    assert assistant.slo_curve is not None and assistant.slo_curve.attainment[0] == pytest.approx(1.0)
+    assert set(assistant.replicas) == {"h100", "h100-rented"}  # one derived entry per pool
+    for shape in assistant.replicas.values():
+        assert shape.derived_on == "H100" and shape.capacity_rps > 1 and shape.gpus_per_replica == 4
+        assert shape.slo_curve is not None and shape.slo_curve.attainment[0] == pytest.approx(1.0)
     assert "capacity_rps:" in (out / "scenario.resolved.yaml").read_text()
 
 
@@ -226,7 +227,7 @@ def test_a_variant_that_changes_serving_gets_its_own_capacity(tmp_path, monkeypa
         "horizon.duration": "7d",
         "variants": {"small-batch": {"models[0].serving.dtype": "bf16", "models[0].serving.max_batch": 8}}})
     runs = variant_scenarios(scenario)
-    base, small = runs["base"].models[0].capacity_rps, runs["small-batch"].models[0].capacity_rps
+    base, small = (runs[name].models[0].shape_on("h100").capacity_rps for name in ("base", "small-batch"))
     direct = simulator.load_scenario(ROOT / "scenarios" / "growth.yaml", {
-        "models[0].serving.dtype": "bf16", "models[0].serving.max_batch": 8}).models[0].capacity_rps
+        "models[0].serving.dtype": "bf16", "models[0].serving.max_batch": 8}).models[0].shape_on("h100").capacity_rps
     assert small == pytest.approx(direct) and small < base / 2

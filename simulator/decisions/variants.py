@@ -36,6 +36,9 @@ def variant_scenarios(scenario: Scenario) -> dict[str, Scenario]:
     for model in base.get("models", []):
         if model.get("serving") is not None:
             model["capacity_rps"] = model["slo_curve"] = None
+        for shape in (model.get("replicas") or {}).values():
+            if shape.get("derived_on") is not None:
+                shape.update(capacity_rps=None, slo_curve=None, derived_on=None, gpus_per_replica=None)
     out = {BASE: load_scenario(base, base_dir=scenario.source_dir)}
     for name, overrides in scenario.variants.items():
         out[name] = load_scenario(base, overrides, base_dir=scenario.source_dir)

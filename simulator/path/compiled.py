@@ -99,8 +99,9 @@ class CompiledScenario:
     power_caps: tuple[tuple[float, float], ...]  # (at_s, kW), sorted
     # Models.
     model_keys: tuple[int, ...]
-    capacity_per_step: np.ndarray
-    gpus_per_replica: np.ndarray  # int64
+    # Replicas per (model, preference slot j): the shape of model m's replicas on pool preferences[m, j].
+    capacity_per_step: np.ndarray  # (n_models, max pools): requests one replica serves in a step
+    gpus_per_replica: np.ndarray  # int64 (n_models, max pools)
     preferences: np.ndarray  # int64 (n_models, max pools), -1 padded
     revenue_per_request: np.ndarray  # (n_steps, n_models), USD, price decline applied
     fixed_revenue: np.ndarray  # (n_steps, n_models), USD per step (subscriptions)
@@ -108,8 +109,8 @@ class CompiledScenario:
     api_mode: np.ndarray  # int64, API_*
     api_limit_per_step: np.ndarray
     api_cost_per_request: np.ndarray
-    slo_load: np.ndarray  # (n_models, points): per-replica load grid of the SLO curve
-    slo_attainment: np.ndarray  # (n_models, points): share of requests within the SLO
+    slo_load: np.ndarray  # (n_models, max pools, points): per-replica load grid of the SLO curve
+    slo_attainment: np.ndarray  # (n_models, max pools, points): share of requests within the SLO
     expected_demand: np.ndarray  # (n_steps, n_models) expected requests per step
     noise: tuple[str, ...]
     tokens_per_request: np.ndarray  # input + output tokens, per model
@@ -172,7 +173,14 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
             per_subscriber_step = model.subscription.requests_per_day * horizon.step_s / 86_400.0
             subscribers[:, m] = expected_level_counts(model.demand, horizon) / per_subscriber_step
             fixed_revenue[:, m] = subscribers[:, m] * model.subscription.usd_per_month * horizon.step_s / SECONDS_PER_MONTH
-    slo_load, slo_attainment = _slo_tables(models)
+    shapes = [[model.shape_on(name) for name in model.pools] for model in models]
+    capacity = np.zeros((len(models), width), dtype=np.float64)
+    gpus_per_replica = np.ones((len(models), width), dtype=np.int64)
+    for m, row in enumerate(shapes):
+        for j, shape in enumerate(row):
+            capacity[m, j] = float(shape.capacity_rps or 0.0) * horizon.step_s
+            gpus_per_replica[m, j] = shape.gpus_per_replica
+    slo_load, slo_attainment = _slo_tables([[shape.slo_curve for shape in row] for row in shapes], width)
     api_mode = np.array([_api_mode(model) for model in models], dtype=np.int64)
     api_limit = np.array(
         [np.inf if model.api is None or model.api.rate_limit_rps is None else model.api.rate_limit_rps * horizon.step_s
@@ -201,10 +209,8 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         orders=orders,
         power_caps=caps,
         model_keys=tuple(stream_key(model.name) for model in models),
-        capacity_per_step=np.array(
-            [float(model.capacity_rps or 0.0) * horizon.step_s for model in models], dtype=np.float64
-        ),
-        gpus_per_replica=np.array([model.gpus_per_replica for model in models], dtype=np.int64),
+        capacity_per_step=capacity,
+        gpus_per_replica=gpus_per_replica,
         preferences=preferences,
         revenue_per_request=revenue,
         fixed_revenue=fixed_revenue,
@@ -219,7 +225,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         tokens_per_request=np.array(
             [model.demand.input_tokens + model.demand.output_tokens for model in models], dtype=np.float64
         ),
-        inference_need=_inference_need(demand, preferences, models, horizon.step_s, len(pools)),
+        inference_need=_inference_need(demand, preferences, capacity, gpus_per_replica, len(pools)),
         training_mode=tuple(pool.training.mode for pool in pools),
         training_partition=np.array(
             [pool.training.partition_gpus if pool.training.mode == "dedicated" else 0 for pool in pools], dtype=np.int64
@@ -257,14 +263,14 @@ def launch_arrays(plan: CompiledScenario, model: int, launch_s: float) -> tuple[
     return expected, subscribers, revenue
 
 
-def _inference_need(demand: np.ndarray, preferences: np.ndarray, models, step_s: float, n_pools: int) -> np.ndarray:
+def _inference_need(demand: np.ndarray, preferences: np.ndarray, capacity: np.ndarray, gpus: np.ndarray,
+                    n_pools: int) -> np.ndarray:
     """GPUs per step the models need on their first-choice pools, from expected demand."""
     need = np.zeros((demand.shape[0], n_pools))
-    for m, model in enumerate(models):
-        if preferences[m, 0] < 0 or not model.capacity_rps:
+    for m in range(demand.shape[1]):
+        if preferences[m, 0] < 0 or not capacity[m, 0] > 0:
             continue
-        per_step = model.capacity_rps * step_s
-        need[:, preferences[m, 0]] += np.ceil(demand[:, m] / per_step * (1 - 1e-12)) * model.gpus_per_replica
+        need[:, preferences[m, 0]] += np.ceil(demand[:, m] / capacity[m, 0] * (1 - 1e-12)) * gpus[m, 0]
     return need
 
 
@@ -305,25 +311,27 @@ def _api_mode(model) -> int:
     return API_ALL if model.api.mode == "all" else API_OVERFLOW
 
 
-def _slo_tables(models) -> tuple[np.ndarray, np.ndarray]:
-    """SLO curves as equal-length rows, starting at load 0; no curve means all within the SLO."""
-    curves = []
-    for model in models:
-        if model.slo_curve is None:
-            curves.append(([0.0, 1.0], [1.0, 1.0]))
-            continue
-        load, attained = list(model.slo_curve.load), list(model.slo_curve.attainment)
-        if load[0] > 0:
-            load, attained = [0.0, *load], [attained[0], *attained]
-        curves.append((load, attained))
-    width = max((len(load) for load, _ in curves), default=2)
-    grid = np.zeros((len(models), width))
-    value = np.ones((len(models), width))
-    for m, (load, attained) in enumerate(curves):
-        pad = width - len(load)
+def _slo_tables(curves: list[list], width: int) -> tuple[np.ndarray, np.ndarray]:
+    """SLO curves per (model, preference slot) as equal-length rows starting at load 0; no
+    curve means every request within the SLO."""
+    rows = {}
+    for m, row in enumerate(curves):
+        for j, curve in enumerate(row):
+            if curve is None:
+                rows[m, j] = ([0.0, 1.0], [1.0, 1.0])
+                continue
+            load, attained = list(curve.load), list(curve.attainment)
+            if load[0] > 0:
+                load, attained = [0.0, *load], [attained[0], *attained]
+            rows[m, j] = (load, attained)
+    points = max((len(load) for load, _ in rows.values()), default=2)
+    grid = np.tile(np.linspace(0.0, 1.0, points), (len(curves), width, 1))
+    value = np.ones((len(curves), width, points))
+    for (m, j), (load, attained) in rows.items():
+        pad = points - len(load)
         # Pad by repeating the last point at slightly larger loads (keeps the grid increasing).
-        grid[m] = load + [load[-1] + 1e-9 * (k + 1) for k in range(pad)]
-        value[m] = attained + [attained[-1]] * pad
+        grid[m, j] = load + [load[-1] + 1e-9 * (k + 1) for k in range(pad)]
+        value[m, j] = attained + [attained[-1]] * pad
     return grid, value
 
 

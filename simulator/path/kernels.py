@@ -136,15 +136,17 @@ def integrate_interval(
         k0, k1: first step and one past the last step of the interval.
         step_s: step length in seconds.
         demand: requests per step, shape (n_steps, n_models).
-        capacity_per_step: requests one replica serves in one step, per model.
-        gpus_per_replica: GPUs of one replica, per model.
+        capacity_per_step: requests one replica serves in one step, per (model, preference slot):
+            a model's replicas on the pool ``preferences[m, j]`` have that pool's shape.
+        gpus_per_replica: GPUs of one replica, per (model, preference slot).
         preferences: pool indices per model in order of preference, -1 padded.
         revenue_per_request: USD per served request, shape (n_steps, n_models).
         fixed_revenue: USD per step independent of service (subscriptions), (n_steps, n_models).
         api_mode, api_limit_per_step, api_cost_per_request: the external API tier per model
             (API_NONE, API_OVERFLOW: unserved demand goes to it, API_ALL: all demand does).
-        slo_load, slo_attainment: per model, the share of requests served within the SLO at
-            each per-replica load (served / capacity of the placed replicas), increasing load.
+        slo_load, slo_attainment: per (model, preference slot), the share of requests served
+            within the SLO at each per-replica load (served / capacity of the placed replicas),
+            increasing load.
         installed, training: GPUs per pool.
         failed: GPUs per pool down now (failures, preemptions); advanced here step by step.
         is_spot: per pool, billed only for GPUs running (else for GPUs installed).
@@ -168,6 +170,7 @@ def integrate_interval(
     billed = np.empty(n_pools, dtype=np.int64)
     inference = np.empty(n_pools, dtype=np.int64)
     busy = np.empty(n_pools, dtype=np.float64)
+    taken = np.zeros(n_prefs, dtype=np.int64)
     for k in range(k0, k1):
         advance_outages(k * step_s, installed, failed, outage_ints, outage_floats, heap_time, heap_count,
                         outage_expo, outage_repair)
@@ -179,30 +182,34 @@ def integrate_interval(
             busy[p] = float(min(training[p], available[p]))
         for m in range(n_models):
             requests = demand[k, m]
-            per_replica = capacity_per_step[m]
-            gpus = gpus_per_replica[m]
-            needed = 0
-            if requests > 0.0 and api_mode[m] != API_ALL:
-                needed = int(math.ceil(requests / per_replica * (1.0 - _REPLICA_SLACK)))
+            # Replicas go to the model's pools in order of preference, each pool's replicas of
+            # that pool's shape, until the demand is covered or no pool has room. The replica
+            # slack is relative to the whole demand, as if the replicas were counted at once.
+            slack = requests * _REPLICA_SLACK
+            remaining = requests if api_mode[m] != API_ALL else 0.0
             placed = 0
+            capacity_placed = 0.0
             for j in range(n_prefs):
+                taken[j] = 0
                 p = preferences[m, j]
-                if p < 0 or placed >= needed:
-                    break
-                take = min(needed - placed, free[p] // gpus)
+                if p < 0 or remaining <= 0.0:
+                    continue
+                per_replica = capacity_per_step[m, j]
+                gpus = gpus_per_replica[m, j]
+                needed = int(math.ceil((remaining - slack) / per_replica))
+                take = min(needed, free[p] // gpus)
                 if take <= 0:
                     continue
+                taken[j] = take
                 free[p] -= take * gpus
                 inference[p] += take * gpus
                 placed += take
-                # Replicas are filled in turn, so this pool's share of the load is its share
-                # of the replicas (all full except, when demand is met, the last one).
-                load = min(requests, placed * per_replica) - min(requests, (placed - take) * per_replica)
+                capacity_placed += take * per_replica
+                # This pool's replicas take what is left, all full but (when it is covered) the last.
+                load = remaining if take >= needed else take * per_replica
                 busy[p] += load / per_replica * gpus
-            # All demand is served exactly when every replica it needs was placed.
-            self_served = requests if placed >= needed else placed * per_replica
-            if api_mode[m] == API_ALL:
-                self_served = 0.0
+                remaining = 0.0 if take >= needed else remaining - load
+            self_served = requests - remaining if api_mode[m] != API_ALL else 0.0
             left = requests - self_served
             api = 0.0
             if api_mode[m] != API_NONE and left > 0.0:
@@ -210,13 +217,23 @@ def integrate_interval(
             unserved = left - api
             served = requests - unserved
             short = 0
-            if unserved > 0.0 and api_mode[m] != API_ALL:
+            if unserved > 0.0 and api_mode[m] != API_ALL and preferences[m, 0] >= 0:
+                # Missing replicas are counted in the shape of the model's first-choice pool.
+                first = capacity_per_step[m, 0]
                 if api > 0.0:  # the GPUs missing for what the API could not take either
-                    short = int(math.ceil(unserved / per_replica * (1.0 - _REPLICA_SLACK))) * gpus
+                    missing = math.ceil(unserved / first * (1.0 - _REPLICA_SLACK))
                 else:
-                    short = (needed - placed) * gpus
-            replica_load = self_served / (placed * per_replica) if placed > 0 else 0.0
-            within = _interpolate(slo_load[m], slo_attainment[m], replica_load)
+                    missing = math.ceil((unserved - slack) / first)
+                short = int(missing) * gpus_per_replica[m, 0]
+            # The router spreads the load in proportion to capacity: every placed replica runs at
+            # the same share of its capacity, judged against its own pool's SLO curve.
+            replica_load = self_served / capacity_placed if placed > 0 else 0.0
+            within = 0.0
+            if placed > 0:
+                for j in range(n_prefs):
+                    if taken[j] > 0:
+                        share = taken[j] * capacity_per_step[m, j] / capacity_placed
+                        within += share * _interpolate(slo_load[m, j], slo_attainment[m, j], replica_load)
             model_out[k, m, MODEL_DEMAND] = requests
             model_out[k, m, MODEL_SERVED] = served
             model_out[k, m, MODEL_UNSERVED] = unserved

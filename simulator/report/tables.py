@@ -120,6 +120,9 @@ def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
         add(f"Model {model.get('name')}",
             f"{demand.get('base_rps')} requests/s at the start, growth {growth.get('kind', 'constant')}, "
             f"on {', '.join(model.get('pools') or [])}")
+        shapes = _replica_shapes(model)
+        if shapes:
+            add(f"Replicas of {model.get('name')}", "; ".join(shapes))
     pricing = scenario.get("pricing") or {}
     if pricing:
         add("Token prices", f"${pricing.get('input_usd_per_1m')} per 1M input, ${pricing.get('output_usd_per_1m')} per 1M output")
@@ -129,6 +132,21 @@ def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
     if scenario.get("uncertain"):
         add("Uncertain inputs", ", ".join(sorted(scenario["uncertain"])))
     return _table(["Assumption", "Value"], rows)
+
+
+def _replica_shapes(model: dict[str, Any]) -> list[str]:
+    """Per pool: GPUs per replica and the requests/s one sustains (and the GPU it was derived on)."""
+    out = []
+    own = model.get("replicas") or {}
+    for pool in model.get("pools") or []:
+        shape = own.get(pool) or {}
+        capacity = shape.get("capacity_rps") if shape.get("capacity_rps") is not None else model.get("capacity_rps")
+        gpus = shape.get("gpus_per_replica") or model.get("gpus_per_replica")
+        if capacity is None or gpus is None:
+            continue
+        derived = f", derived on {shape['derived_on']}" if shape.get("derived_on") else ""
+        out.append(f"{pool}: {gpus} GPU{'' if gpus == 1 else 's'}, {capacity:,.3g} req/s{derived}")
+    return out
 
 
 def key_findings(summary: dict[str, Any]) -> list[dict[str, str]]:

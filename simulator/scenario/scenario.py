@@ -187,10 +187,11 @@ def check_references(scenario: Scenario) -> None:
                 raise ScenarioError(
                     ("models", index, "pools", slot), f"unknown pool {pool_name!r}; pools: {known}"
                 )
-        largest = max((_most_gpus(scenario, pool_names.index(name), for_inference=True) for name in model.pools), default=0)
-        if model.pools and not model.api_only and 0 < largest < model.gpus_per_replica:
-            raise ScenarioError(("models", index, "gpus_per_replica"),
-                                f"is {model.gpus_per_replica} but its pools never hold more than {largest:,} GPUs")
+        for pool_name in model.replicas:
+            if pool_name not in model.pools:
+                raise ScenarioError(("models", index, "replicas", pool_name),
+                                    f"{pool_name!r} is not one of the model's pools ({', '.join(model.pools)})")
+        _check_replica_sizes(scenario, index, pool_names)
         if len(set(model.pools)) != len(model.pools):
             raise ScenarioError(("models", index, "pools"), "a pool is listed twice")
         start = model.demand.start
@@ -204,6 +205,33 @@ def check_references(scenario: Scenario) -> None:
                 ("models", index, "gpus_per_replica"),
                 f"is {model.gpus_per_replica} but serving.tp is {serving.tp}; a replica is its TP group",
             )
+        for pool_name, shape in model.replicas.items():
+            tp = model.serving_on(pool_name).tp if model.serving_on(pool_name) is not None else None
+            if shape.gpus_per_replica is not None and tp is not None and shape.gpus_per_replica != tp:
+                raise ScenarioError(
+                    ("models", index, "replicas", pool_name, "gpus_per_replica"),
+                    f"is {shape.gpus_per_replica} but serving.tp is {tp} on this pool; a replica is its TP group",
+                )
+
+
+def _check_replica_sizes(scenario: Scenario, index: int, pool_names: list[str]) -> None:
+    """A replica must fit on a pool: on at least one of the model's pools for the model-level
+    size, and on its own pool for a size given per pool."""
+    model = scenario.models[index]
+    if not model.pools or model.api_only:
+        return
+    most = {name: _most_gpus(scenario, pool_names.index(name), for_inference=True) for name in model.pools}
+    largest = max(most.values(), default=0)
+    if 0 < largest < model.gpus_per_replica and not model.replicas:
+        raise ScenarioError(("models", index, "gpus_per_replica"),
+                            f"is {model.gpus_per_replica} but its pools never hold more than {largest:,} GPUs")
+    sizes = {name: model.shape_on(name).gpus_per_replica for name in model.pools}
+    if largest > 0 and all(most[name] < sizes[name] for name in model.pools):
+        name = model.pools[0]
+        loc = ("models", index, "replicas", name, "gpus_per_replica") if name in model.replicas else (
+            "models", index, "gpus_per_replica")
+        raise ScenarioError(loc, f"is {sizes[name]} but pool {name!r} never holds more than {most[name]:,} GPUs "
+                                 "(and no other pool of the model fits a replica either)")
 
 
 def _check_acquisition(scenario: Scenario, index: int) -> None:

@@ -1,15 +1,18 @@
-"""A served model: where it runs, what one replica sustains, its demand and its price.
+"""A served model: where it runs, what one replica sustains there, its demand and its price.
 
 Replicas are placed on the listed pools in order (the first pool first, the next for
-overflow). Models are served in the order listed: when capacity is short the first model
-listed is served first.
+overflow). A replica's shape (GPUs, capacity, SLO curve) belongs to a (model, pool) pair: the
+model-level fields are the default for every pool, ``replicas: {POOL: {...}}`` overrides them
+for one pool, and a ``serving`` block is derived on each pool's own GPU. Models are served in
+the order listed: when capacity is short the first model listed is served first.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic.fields import FieldInfo
 
 from simulator.scenario.demand import Demand
 from simulator.scenario.economics import ExternalApi, Pricing, Subscription
@@ -29,7 +32,7 @@ class ServingSpec(Frozen):
     """How a replica is built; Fleetcast derives its capacity with the request-level engine."""
 
     model: str = Field(description="LLM name from the catalog, e.g. llama-3.1-70b")
-    gpu: str | None = Field(default=None, description="Default: the GPU of the model's first pool")
+    gpu: str | None = Field(default=None, description="Each pool's own GPU; naming another is an error")
     tp: Annotated[int, Field(ge=1, le=64)] = 1
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
     kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="Default: dtype")
@@ -42,6 +45,29 @@ class ServingSpec(Frozen):
     )
     probe_requests: Annotated[int, Field(ge=200, le=1_000_000)] = 4000
     seed: Annotated[int, Field(ge=0)] = 0
+
+
+def _optional(info: FieldInfo) -> Any:
+    """A field's type, its constraints kept, that may also be left out (None)."""
+    kind = Annotated[(info.annotation, *info.metadata)] if info.metadata else info.annotation
+    return kind | None
+
+
+ServingOverride = create_model(
+    "ServingOverride",
+    __base__=Frozen,
+    __doc__="A pool's changes to the model's serving block: the fields given replace the model's.",
+    **{name: (_optional(info), Field(default=None, description=info.description))
+       for name, info in ServingSpec.model_fields.items()},
+)
+
+
+def merged_serving(base: ServingSpec | None, override: BaseModel | None) -> ServingSpec | None:
+    """A pool's serving block over the model's: the fields the pool's block gives win."""
+    changes = {} if override is None else {k: v for k, v in override if v is not None}
+    if base is None:
+        return ServingSpec.model_validate(changes) if changes else None
+    return base.model_copy(update=changes)
 
 
 class SloCurve(Frozen):
@@ -57,6 +83,24 @@ class SloCurve(Frozen):
         if any(b <= a for a, b in zip(self.load, self.load[1:], strict=False)):
             raise ValueError("'load' must increase")
         return self
+
+
+class ReplicaShape(Frozen):
+    """How a model's replicas look on one pool; unset fields come from the model's own."""
+
+    gpus_per_replica: Annotated[int, Field(ge=1, le=4096)] | None = Field(
+        default=None, description="Default: this pool's serving.tp, else the model's gpus_per_replica"
+    )
+    capacity_rps: Positive | None = Field(
+        default=None, description="Requests per second one replica on this pool sustains within the SLO"
+    )
+    serving: ServingOverride | None = Field(  # type: ignore[valid-type]
+        default=None, description="Fields of the model's serving block that differ on this pool (tp, dtype, …)"
+    )
+    slo_curve: SloCurve | None = None
+    derived_on: str | None = Field(
+        default=None, description="The GPU this pool's capacity and curve were derived on (filled in)"
+    )
 
 
 class ServedModel(Frozen):
@@ -77,6 +121,11 @@ class ServedModel(Frozen):
     serving: ServingSpec | None = None
     slo_curve: SloCurve | None = Field(
         default=None, description="SLO attainment against load (derived from 'serving')"
+    )
+    replicas: dict[str, ReplicaShape] = Field(
+        default_factory=dict,
+        description="Per pool: how a replica looks there, over the model-level fields "
+        "(derived entries, one per pool, appear in scenario.resolved.yaml)",
     )
     demand: Demand
     pricing: Pricing | None = Field(default=None, description="Default: the scenario's pricing")
@@ -102,9 +151,38 @@ class ServedModel(Frozen):
             return self
         if not self.pools:
             raise ValueError("list the 'pools' the replicas run on (or serve it all by 'api: {mode: all}')")
-        if self.capacity_rps is None and self.serving is None:
-            raise ValueError("give 'capacity_rps' (requests/s per replica) or 'serving' to derive it")
+        for pool, shape in self.replicas.items():
+            if self.serving is None and shape.serving is not None and shape.serving.model is None:
+                raise ValueError(f"replicas.{pool}.serving: name the LLM ('model'); the model has no "
+                                 "serving block of its own to inherit it from")
+        for pool in self.pools:
+            shape = self.replicas.get(pool)
+            if self.capacity_rps is None and self.serving is None and (
+                    shape is None or (shape.capacity_rps is None and shape.serving is None)):
+                raise ValueError("give 'capacity_rps' (requests/s per replica) or 'serving' to derive it"
+                                 + (f" (pool {pool!r} has neither)" if self.replicas else ""))
         return self
+
+    def serving_on(self, pool: str) -> ServingSpec | None:
+        """The serving block that applies on ``pool``: the pool's fields over the model's."""
+        shape = self.replicas.get(pool)
+        return merged_serving(self.serving, shape.serving if shape else None)
+
+    def shape_on(self, pool: str) -> ReplicaShape:
+        """The replica on ``pool``: GPUs, capacity and curve (once derived), from the pool's
+        entry where it gives them, else from the model's fields."""
+        shape = self.replicas.get(pool) or ReplicaShape()
+        gpus = shape.gpus_per_replica
+        if gpus is None:
+            own_tp = shape.serving is not None and shape.serving.tp is not None
+            gpus = shape.serving.tp if own_tp else self.gpus_per_replica
+        own = shape.capacity_rps is not None
+        return ReplicaShape(
+            gpus_per_replica=gpus,
+            capacity_rps=shape.capacity_rps if own else self.capacity_rps,
+            slo_curve=shape.slo_curve if own else self.slo_curve,
+            derived_on=shape.derived_on,
+        )
 
     @field_validator("pools", mode="before")
     @classmethod

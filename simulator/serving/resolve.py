@@ -4,9 +4,11 @@
 it leaves to the serving model.
 
 A model that says ``serving: {model: llama-3.1-70b, tp: 4, dtype: fp8, slo: …}`` instead of
-``capacity_rps`` gets its capacity per replica and its SLO-attainment curve from
-:func:`simulator.serving.capacity.capacity_curve`; both are written into the scenario, so
-``scenario.resolved.yaml`` shows them and reloading it does not recompute them.
+``capacity_rps`` gets, on each of its pools, a replica's capacity and SLO-attainment curve
+from :func:`simulator.serving.capacity.capacity_curve` run on that pool's GPU (an H200
+replica serves more than an H100 one). They are written into the model's ``replicas``, one
+entry per pool, so ``scenario.resolved.yaml`` shows them and reloading it does not recompute
+them. A pool's own ``replicas: {POOL: {serving: {tp: 2}}}`` changes only what it names.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from typing import Any
 
 from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario import load_scenario as _validate
-from simulator.scenario.served import ServedModel, SloCurve
+from simulator.scenario.served import ReplicaShape, ServedModel, ServingSpec, SloCurve
 from simulator.serving.capacity import Slo, capacity_curve
-from simulator.serving.config import roofline_model
+from simulator.serving.config import resolve_gpu, roofline_model
 from simulator.serving.iteration import ServingConfigError
 from simulator.serving.trace import LengthMix, TraceError, read_trace
 
@@ -45,31 +47,55 @@ def load_scenario(
 
 
 def resolve_serving(scenario: Scenario, base_dir: Path = Path(".")) -> Scenario:
-    """The scenario with ``capacity_rps`` and ``slo_curve`` filled in from ``serving``."""
+    """The scenario with each (model, pool) replica's capacity and SLO curve derived from its
+    ``serving`` block, on that pool's GPU, where no capacity was given."""
     models = list(scenario.models)
     changed = False
     for index, model in enumerate(models):
-        if model.serving is None or model.capacity_rps is not None:
+        if model.api_only:
             continue
-        models[index] = _resolve_model(scenario, index, model, base_dir)
-        changed = True
+        resolved = _resolve_model(scenario, index, model, base_dir)
+        if resolved is not model:
+            models[index] = resolved
+            changed = True
     return scenario.model_copy(update={"models": models}) if changed else scenario
 
 
 def _resolve_model(scenario: Scenario, index: int, model: ServedModel, base_dir: Path) -> ServedModel:
-    spec = model.serving
-    assert spec is not None
-    loc = ("models", index, "serving")
-    pool = next(p for p in scenario.fleet.pools if p.name == model.pools[0])
-    gpu = spec.gpu or pool.gpu
+    replicas = dict(model.replicas)
+    for pool_name in model.pools:
+        shape = replicas.get(pool_name)
+        if shape is not None and shape.capacity_rps is not None:
+            continue  # given for this pool, or derived before
+        own = shape is not None and shape.serving is not None
+        if model.capacity_rps is not None and not own:
+            continue  # the model's typed capacity applies on this pool
+        spec = model.serving_on(pool_name)
+        assert spec is not None  # ServedModel checks that every pool has a capacity or a serving block
+        loc = ("models", index, "replicas", pool_name, "serving") if own else ("models", index, "serving")
+        replicas[pool_name] = _derive(scenario, model, pool_name, spec, loc, base_dir)
+    return model if replicas == model.replicas else model.model_copy(update={"replicas": replicas})
+
+
+def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: ServingSpec, loc: tuple,
+            base_dir: Path) -> ReplicaShape:
+    """One pool's replica: capacity and SLO curve from the request-level engine on the pool's GPU."""
+    pool = next(p for p in scenario.fleet.pools if p.name == pool_name)
+    if spec.model is None:
+        raise ScenarioError((*loc, "model"), "name the LLM the replica serves, e.g. llama-3.1-70b")
+    if spec.gpu is not None:
+        named = _gpu_name(spec.gpu, scenario, (*loc, "gpu"))
+        if named != _gpu_name(pool.gpu, scenario, (*loc, "gpu")):
+            raise ScenarioError((*loc, "gpu"), f"is {spec.gpu} but pool {pool_name!r} holds {pool.gpu}; a replica "
+                                "runs on its pool's GPU (leave serving.gpu out, or give the pool its own block)")
     try:
-        iteration = roofline_model(spec.model, gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)
+        iteration = roofline_model(spec.model, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)
     except ServingConfigError as exc:
         text = str(exc)
         field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text
                  else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
                  or "FP8" in text else "tp")
-        raise ScenarioError((*loc, field), str(exc)) from None
+        raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
     mix = _length_mix(spec.lengths, model, base_dir, loc)
     slo = Slo(spec.slo.ttft_s, spec.slo.ttft_percentile, spec.slo.tpot_s, spec.slo.tpot_percentile)
     try:
@@ -77,12 +103,22 @@ def _resolve_model(scenario: Scenario, index: int, model: ServedModel, base_dir:
                                prefill_chunk_tokens=spec.prefill_chunk_tokens,
                                requests=spec.probe_requests, seed=spec.seed)
     except (ServingConfigError, ValueError) as exc:
+        raise ScenarioError(loc, f"{exc} (pool {pool_name!r})") from None
+    own = model.replicas.get(pool_name)
+    return ReplicaShape(
+        gpus_per_replica=spec.tp,
+        capacity_rps=round(curve.capacity_rps, 6),
+        serving=own.serving if own is not None else None,
+        slo_curve=SloCurve(load=list(curve.load), attainment=list(curve.attainment)),
+        derived_on=pool.gpu,
+    )
+
+
+def _gpu_name(name: str, scenario: Scenario, loc: tuple) -> str:
+    try:
+        return resolve_gpu(name, scenario.gpus)[0]
+    except ServingConfigError as exc:
         raise ScenarioError(loc, str(exc)) from None
-    return model.model_copy(update={
-        "capacity_rps": round(curve.capacity_rps, 6),
-        "slo_curve": SloCurve(load=list(curve.load), attainment=list(curve.attainment)),
-        "serving": spec.model_copy(update={"gpu": gpu}),
-    })
 
 
 def _length_mix(lengths: str, model: ServedModel, base_dir: Path, loc: tuple) -> LengthMix:

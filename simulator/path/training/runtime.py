@@ -60,6 +60,6 @@ def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: f
     clock.subscribers[first:, model] = subscribers[first:]
     clock.fixed_revenue[first:, model] = revenue[first:]
     pool = plan.preferences[model, 0]
-    if pool >= 0 and plan.capacity_per_step[model] > 0:
-        replicas = np.ceil(expected[first:] / plan.capacity_per_step[model] * (1 - 1e-12))
-        clock.inference_need[first:, pool] += replicas * plan.gpus_per_replica[model]
+    if pool >= 0 and plan.capacity_per_step[model, 0] > 0:
+        replicas = np.ceil(expected[first:] / plan.capacity_per_step[model, 0] * (1 - 1e-12))
+        clock.inference_need[first:, pool] += replicas * plan.gpus_per_replica[model, 0]
