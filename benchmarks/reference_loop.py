@@ -158,7 +158,7 @@ class ReferenceLoop:
         self.models = [
             {
                 "prefs": [index[name] for name in model.pools],
-                "gpus": int(model.gpus_per_replica),
+                "gpus": int(model.replica_gpus),
                 "per_replica": model.capacity_rps * self.step_s,
                 "usd_per_request": revenue_per_request(scenario, model),
             }

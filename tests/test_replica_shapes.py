@@ -167,3 +167,124 @@ def test_the_report_lists_each_pool_replica(tmp_path, monkeypatch):
     html = str(assumptions_table(yaml.safe_load(dump_scenario(scenario))))
     assert "Replicas of m" in html
     assert "h100: 4 GPUs, 2 req/s; h200: 2 GPUs, 3 req/s; b200: 8 GPUs, 10 req/s" in html
+
+
+def test_an_autoscaled_fallback_pool_grows_in_its_own_replica_shape():
+    # h100: 8 GPUs, 4-GPU replicas of 2 req/s (7,200 per hour). burst: on demand, 8-GPU B200
+    # replicas of 10 req/s (36,000), autoscaled at 100 %. 6 req/s = 21,600 per hour: h100 serves
+    # 14,400, 7,200 is left = 1 burst replica = 8 GPUs (not the 4 GPUs of an H100 replica, which
+    # could never hold a B200 replica). The first request lands after the 1 h provisioning
+    # delay and serves everything. (That the autoscaler then shrinks the pool to the 1.6 busy
+    # GPU-equivalents, below one replica, is the sizing in GPUs that issue 15 replaces.)
+    data = base_scenario(horizon={"start": "2026-01-01", "duration": "48h", "step": "1h"})
+    data["fleet"]["pools"] = [
+        {"name": "h100", "gpu": "H100", "count": 8, "acquisition": {"type": "owned", "price_usd": 0}},
+        {"name": "burst", "gpu": "B200", "count": 0, "acquisition": {
+            "type": "on_demand", "usd_per_gpu_hour": 5.0, "max_count": 64, "provisioning_delay": "1h",
+            "autoscale": {"target_utilization": 1.0, "cooldown": "0s"}}},
+    ]
+    data["models"][0].update(pools=["h100", "burst"], gpus_per_replica=4, capacity_rps=2.0,
+                             replicas={"burst": {"gpus_per_replica": 8, "capacity_rps": 10.0}})
+    data["models"][0]["demand"]["base_rps"] = 6.0
+    result = run(data)
+    burst = result.pools[result.pools["pool"] == "burst"].reset_index(drop=True)
+    installed = burst["gpus_installed"].tolist()
+    assert installed[:3] == [0, 0, 8] and max(installed) == 8, installed
+    assert result.timeseries["unserved_requests"].iloc[2] == 0
+
+
+def test_a_pool_curve_or_capacity_overrides_on_its_own():
+    # Curve A (model): 0.5 at load 1; curve B (h200 only): 0.8 at load 1.
+    a = {"load": [0.5, 1.0], "attainment": [1.0, 0.5]}
+    b = {"load": [0.5, 1.0], "attainment": [1.0, 0.8]}
+    # 8 req/s = 28,800 per hour: h100 2 replicas (14,400), h200 2 GPUs per replica of the
+    # model's 2 req/s: 2 replicas (14,400); load 1 on both: (14,400 x 0.5 + 14,400 x 0.8) / 28,800.
+    data = mixed_fleet(8.0)
+    data["models"][0]["slo_curve"] = a
+    data["models"][0]["replicas"] = {"h200": {"gpus_per_replica": 2, "slo_curve": b}}
+    assert run(data).timeseries["slo_attainment"].to_numpy() == pytest.approx(np.full(24, 0.65))
+    # A pool capacity alone keeps the model's curve: 10 req/s, h100 14,400 + h200 21,600, load 1.
+    data = mixed_fleet(10.0)
+    data["models"][0]["slo_curve"] = a
+    data["models"][0]["replicas"] = {"h200": {"gpus_per_replica": 2, "capacity_rps": 3.0}}
+    assert run(data).timeseries["slo_attainment"].to_numpy() == pytest.approx(np.full(24, 0.5))
+
+
+def _served_on_two_pools() -> dict:
+    data = mixed_fleet(1.0)
+    model = data["models"][0]
+    model.pop("capacity_rps")
+    model.pop("gpus_per_replica")
+    model.update(serving={"model": "llama-3.1-8b", "tp": 1, "probe_requests": 300},
+                 replicas={"h200": {"serving": {"tp": 2}}})
+    return data
+
+
+def test_reading_a_resolved_file_derives_again_for_the_scenario_as_it_stands(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEETCAST_CACHE_DIR", str(tmp_path / "cache"))
+    resolved = tmp_path / "resolved.yaml"
+    resolved.write_text(dump_scenario(simulator.load_scenario(_served_on_two_pools())))
+    on_h100 = simulator.load_scenario(resolved).models[0].shape_on("h100")
+    assert on_h100.derived_on == "H100"
+    # The pool's GPU changed: derived again on an H200, never the H100 figure kept.
+    moved = simulator.load_scenario(resolved, ["fleet.pools[0].gpu=H200"]).models[0].shape_on("h100")
+    assert moved.derived_on == "H200" and moved.capacity_rps > on_h100.capacity_rps
+    # A field below a derived entry's (empty) serving block can be set.
+    fp8 = simulator.load_scenario(resolved, ["models[0].replicas.h100.serving.dtype=fp8"]).models[0]
+    assert fp8.serving_on("h100").dtype == "fp8" and fp8.shape_on("h100").capacity_rps > on_h100.capacity_rps
+    # A capacity typed without derived_on is the user's own, with or without variants.
+    data = yaml.safe_load(resolved.read_text())
+    data["models"][0]["replicas"]["h200"] = {"serving": {"tp": 2}, "capacity_rps": 3.0}
+    for variants in ({}, {"again": {"seed": 2}}):
+        runs = variant_scenarios(simulator.load_scenario({**data, "variants": variants}))
+        assert {name: s.models[0].shape_on("h200").capacity_rps for name, s in runs.items()} == \
+            dict.fromkeys(runs, 3.0)
+
+
+def test_a_variant_of_the_tp_group_resizes_the_replica(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLEETCAST_CACHE_DIR", str(tmp_path / "cache"))
+    scenario = simulator.load_scenario(_served_on_two_pools(), {"variants": {"tp2": {"models[0].serving.tp": 2}}})
+    runs = variant_scenarios(scenario)
+    assert runs["base"].models[0].shape_on("h100").gpus_per_replica == 1
+    assert runs["tp2"].models[0].shape_on("h100").gpus_per_replica == 2
+    assert runs["tp2"].models[0].shape_on("h200").gpus_per_replica == 2
+
+
+def test_the_report_counts_a_pool_tp_group(tmp_path, monkeypatch):
+    from simulator.report.tables import _replica_shapes
+
+    monkeypatch.setenv("FLEETCAST_CACHE_DIR", str(tmp_path / "cache"))
+    data = _served_on_two_pools()
+    data["models"][0]["replicas"]["h200"]["capacity_rps"] = 3.0
+    shapes = _replica_shapes(yaml.safe_load(dump_scenario(simulator.load_scenario(data)))["models"][0])
+    assert shapes[1] == "h200: 2 GPUs, 3 req/s" and shapes[0].startswith("h100: 1 GPU, ")
+
+
+@pytest.mark.parametrize("change, field, message", [
+    ({"replicas": {"h200": {"gpus_per_replica": 16}}}, "models[0].replicas.h200.gpus_per_replica",
+     "is 16 but pool 'h200' never holds more than 8 GPUs"),
+    ({"replicas": {"h200": {"serving": {"tp": 16}}}}, "models[0].replicas.h200.serving.tp",
+     "is 16 but pool 'h200' never holds more than 8 GPUs"),
+    ({"serving": {"model": "llama-3.1-8b", "tp": 16}, "replicas": {"h200": {"serving": {"tp": 2}}}},
+     "models[0].serving.tp", "is 16 but its pools never hold more than 8 GPUs"),
+    ({"serving": None, "capacity_rps": 1.0, "replicas": {"h200": {"serving": {"tp": 2}}}},
+     "models[0].replicas.h200.serving.model", "name the LLM"),
+    ({"serving": {"model": "llama-3.1-8b", "gpu": "H100"}, "replicas": {"h200": {"serving": {"tp": 2}}}},
+     "models[0].serving.gpu", "is H100 but pool 'h200' holds H200"),
+])
+def test_replica_shapes_that_cannot_work_name_their_field(tmp_path, monkeypatch, change, field, message):
+    monkeypatch.setenv("FLEETCAST_CACHE_DIR", str(tmp_path / "cache"))
+    data = _served_on_two_pools()
+    for key, value in change.items():
+        if value is None:
+            data["models"][0].pop(key)
+        else:
+            data["models"][0][key] = value
+    data["fleet"]["pools"] = data["fleet"]["pools"][:2]
+    data["models"][0]["pools"] = ["h100", "h200"]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {field}: ") and message in result.stderr, result.stderr
+    assert "(line " in result.stderr and len(result.stderr.strip().splitlines()) == 1

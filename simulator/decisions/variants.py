@@ -27,18 +27,13 @@ BASE = "base"
 def variant_scenarios(scenario: Scenario) -> dict[str, Scenario]:
     """The base scenario (without variants) and each variant, validated and resolved.
 
-    Capacities derived from ``serving`` are derived again for each variant (a variant may
-    change the serving configuration; unchanged ones come from the disk cache), and files
-    named by a variant are read relative to the scenario's folder.
+    Capacities derived from ``serving`` are derived again for each variant, as on every
+    reading of a mapping (a variant may change the serving configuration or a pool's GPU;
+    unchanged ones come from the disk cache), and files named by a variant are read relative
+    to the scenario's folder.
     """
     base = scenario.model_dump(mode="json")
     base["variants"] = {}
-    for model in base.get("models", []):
-        if model.get("serving") is not None:
-            model["capacity_rps"] = model["slo_curve"] = None
-        for shape in (model.get("replicas") or {}).values():
-            if shape.get("derived_on") is not None:
-                shape.update(capacity_rps=None, slo_curve=None, derived_on=None, gpus_per_replica=None)
     out = {BASE: load_scenario(base, base_dir=scenario.source_dir)}
     for name, overrides in scenario.variants.items():
         out[name] = load_scenario(base, overrides, base_dir=scenario.source_dir)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from simulator.path.tables import COST_COMPONENTS
 from simulator.report.headline import headline
+from simulator.scenario.served import ServedModel
 
 #: The contract's cost components (``simulator.path.tables.COST_COMPONENTS``) as a reader names them.
 COST_LABELS = dict(zip(COST_COMPONENTS, ("depreciation", "cloud and API", "energy", "facility", "other costs"),
@@ -136,16 +137,18 @@ def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
 
 def _replica_shapes(model: dict[str, Any]) -> list[str]:
     """Per pool: GPUs per replica and the requests/s one sustains (and the GPU it was derived on)."""
+    try:
+        served = ServedModel.model_validate(model)
+    except ValueError:  # a run directory written by another version: leave the row out
+        return []
     out = []
-    own = model.get("replicas") or {}
-    for pool in model.get("pools") or []:
-        shape = own.get(pool) or {}
-        capacity = shape.get("capacity_rps") if shape.get("capacity_rps") is not None else model.get("capacity_rps")
-        gpus = shape.get("gpus_per_replica") or model.get("gpus_per_replica")
-        if capacity is None or gpus is None:
+    for pool in served.pools:
+        shape = served.shape_on(pool)
+        if shape.capacity_rps is None:
             continue
-        derived = f", derived on {shape['derived_on']}" if shape.get("derived_on") else ""
-        out.append(f"{pool}: {gpus} GPU{'' if gpus == 1 else 's'}, {capacity:,.3g} req/s{derived}")
+        gpus = shape.gpus_per_replica
+        derived = f", derived on {shape.derived_on}" if shape.derived_on else ""
+        out.append(f"{pool}: {gpus} GPU{'' if gpus == 1 else 's'}, {shape.capacity_rps:,.3g} req/s{derived}")
     return out
 
 

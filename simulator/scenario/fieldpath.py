@@ -41,7 +41,9 @@ def set_field(data: dict[str, Any], key: str, value: Any) -> None:
         else:
             if not isinstance(node, dict):
                 raise ScenarioError(loc[:depth], "not a mapping")
-            node = node.setdefault(part, [] if isinstance(nxt, int) else {})
+            if node.get(part) is None:  # absent or null: a field below it creates it
+                node[part] = [] if isinstance(nxt, int) else {}
+            node = node[part]
     last = loc[-1]
     if isinstance(last, int):
         if not isinstance(node, list) or last >= len(node):

@@ -19,6 +19,7 @@ from simulator.scenario.errors import Loc, ScenarioError, format_path
 from simulator.scenario.fieldpath import parse_field_path, set_field
 from simulator.scenario.scenario import Scenario, check_references
 from simulator.scenario.schema_walk import allowed_fields
+from simulator.scenario.served import forget_derived
 from simulator.scenario.uncertain import extract_uncertain
 from simulator.scenario.yaml_source import read_yaml_file
 
@@ -67,6 +68,7 @@ def load_scenario(
                 exc.message = f"--set: {exc.message}"
                 raise
             _forget_uncertain(data, key)
+        forget_derived(data)
         _refuse_booleans(data, ())
         _refuse_duplicate_gpus(data.get("gpus"))
         data = _extract_uncertain(data)

@@ -199,39 +199,54 @@ def check_references(scenario: Scenario) -> None:
             known = ", ".join(job.name for job in scenario.training.jobs) or "none defined"
             raise ScenarioError(("models", index, "demand", "start", "after_job"),
                                 f"unknown training job {start.after_job!r}; jobs: {known}")
-        serving = model.serving
-        if serving is not None and model.gpus_per_replica != serving.tp:
-            raise ScenarioError(
-                ("models", index, "gpus_per_replica"),
-                f"is {model.gpus_per_replica} but serving.tp is {serving.tp}; a replica is its TP group",
-            )
-        for pool_name, shape in model.replicas.items():
-            tp = model.serving_on(pool_name).tp if model.serving_on(pool_name) is not None else None
-            if shape.gpus_per_replica is not None and tp is not None and shape.gpus_per_replica != tp:
-                raise ScenarioError(
-                    ("models", index, "replicas", pool_name, "gpus_per_replica"),
-                    f"is {shape.gpus_per_replica} but serving.tp is {tp} on this pool; a replica is its TP group",
-                )
+        _check_replica_serving(model, index)
+
+
+def _check_replica_serving(model: ServedModel, index: int) -> None:
+    """A replica is its TP group, and every serving block it derives from names its LLM."""
+    serving = model.serving
+    if serving is not None and model.gpus_per_replica is not None and model.gpus_per_replica != serving.tp:
+        raise ScenarioError(
+            ("models", index, "gpus_per_replica"),
+            f"is {model.gpus_per_replica} but serving.tp is {serving.tp}; a replica is its TP group",
+        )
+    for pool_name, shape in model.replicas.items():
+        loc = ("models", index, "replicas", pool_name)
+        if serving is None and shape.serving is not None and shape.serving.model is None:
+            raise ScenarioError((*loc, "serving", "model"), "name the LLM the replica serves, e.g. llama-3.1-70b "
+                                "(the model has no serving block of its own to take it from)")
+        spec = model.serving_on(pool_name)
+        if shape.gpus_per_replica is not None and spec is not None and shape.gpus_per_replica != spec.tp:
+            raise ScenarioError((*loc, "gpus_per_replica"),
+                                f"is {shape.gpus_per_replica} but serving.tp is {spec.tp} on this pool; "
+                                "a replica is its TP group")
 
 
 def _check_replica_sizes(scenario: Scenario, index: int, pool_names: list[str]) -> None:
-    """A replica must fit on a pool: on at least one of the model's pools for the model-level
-    size, and on its own pool for a size given per pool."""
+    """A replica must fit a pool: a size given for one pool on that pool, and the model-level
+    size on at least one of the pools it applies to."""
     model = scenario.models[index]
     if not model.pools or model.api_only:
         return
     most = {name: _most_gpus(scenario, pool_names.index(name), for_inference=True) for name in model.pools}
-    largest = max(most.values(), default=0)
-    if 0 < largest < model.gpus_per_replica and not model.replicas:
-        raise ScenarioError(("models", index, "gpus_per_replica"),
-                            f"is {model.gpus_per_replica} but its pools never hold more than {largest:,} GPUs")
-    sizes = {name: model.shape_on(name).gpus_per_replica for name in model.pools}
-    if largest > 0 and all(most[name] < sizes[name] for name in model.pools):
-        name = model.pools[0]
-        loc = ("models", index, "replicas", name, "gpus_per_replica") if name in model.replicas else (
-            "models", index, "gpus_per_replica")
-        raise ScenarioError(loc, f"is {sizes[name]} but pool {name!r} never holds more than {most[name]:,} GPUs "
-                                 "(and no other pool of the model fits a replica either)")
+    inherited = []
+    for name in model.pools:
+        shape = model.replicas.get(name)
+        own_tp = shape is not None and shape.serving is not None and shape.serving.tp is not None
+        if shape is None or (shape.gpus_per_replica is None and not own_tp):
+            inherited.append(name)
+            continue
+        size = model.shape_on(name).gpus_per_replica
+        if 0 < most[name] < size:
+            field = ("gpus_per_replica",) if shape.gpus_per_replica is not None else ("serving", "tp")
+            raise ScenarioError(("models", index, "replicas", name, *field),
+                                f"is {size} but pool {name!r} never holds more than {most[name]:,} GPUs")
+    largest = max((most[name] for name in inherited), default=0)
+    if 0 < largest < model.replica_gpus:
+        field = ("serving", "tp") if model.gpus_per_replica is None and model.serving is not None else (
+            "gpus_per_replica",)
+        raise ScenarioError(("models", index, *field),
+                            f"is {model.replica_gpus} but its pools never hold more than {largest:,} GPUs")
 
 
 def _check_acquisition(scenario: Scenario, index: int) -> None:

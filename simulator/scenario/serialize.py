@@ -26,4 +26,9 @@ def dump_scenario(scenario: Scenario) -> str:
     data: dict[str, Any] = scenario.model_dump(mode="json")
     data["uncertain"] = {path: {k: v for k, v in spec.items() if v is not None}
                          for path, spec in data.get("uncertain", {}).items()}
+    for model in data.get("models", []):  # a pool's entry: only what it gives or what was derived
+        for pool, shape in (model.get("replicas") or {}).items():
+            serving = {k: v for k, v in (shape.get("serving") or {}).items() if v is not None}
+            model["replicas"][pool] = {k: v for k, v in {**shape, "serving": serving or None}.items()
+                                       if v is not None}
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)

@@ -103,6 +103,26 @@ class ReplicaShape(Frozen):
     )
 
 
+#: What a derivation writes into a pool's entry; read back, it is derived again.
+DERIVED_FIELDS = ("gpus_per_replica", "capacity_rps", "slo_curve", "derived_on")
+
+
+def forget_derived(data: dict[str, Any]) -> None:
+    """Drop, in a scenario mapping, the values a derivation wrote (entries with ``derived_on``),
+    so that they are derived again from the scenario as it now stands: a resolved file whose
+    pool GPU, serving block or lengths were changed (by hand, ``--set``, a variant or a draw)
+    never keeps a capacity derived for other inputs. An entry without ``derived_on`` is the
+    user's own and is kept."""
+    for model in data.get("models") or []:
+        replicas = model.get("replicas") if isinstance(model, dict) else None
+        if not isinstance(replicas, dict):
+            continue
+        for shape in replicas.values():
+            if isinstance(shape, dict) and shape.get("derived_on") is not None:
+                for name in DERIVED_FIELDS:
+                    shape.pop(name, None)
+
+
 class ServedModel(Frozen):
     """One model served to users."""
 
@@ -110,8 +130,8 @@ class ServedModel(Frozen):
     pools: list[str] = Field(
         default_factory=list, description="Pools the replicas run on, in order of preference"
     )
-    gpus_per_replica: Annotated[int, Field(ge=1, le=4096)] = Field(
-        default=1, description="Default: serving.tp when serving is given, else 1"
+    gpus_per_replica: Annotated[int, Field(ge=1, le=4096)] | None = Field(
+        default=None, description="Default: serving.tp when serving is given, else 1"
     )
     capacity_rps: Positive | None = Field(
         default=None,
@@ -135,11 +155,18 @@ class ServedModel(Frozen):
     @model_validator(mode="before")
     @classmethod
     def _replica_size(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "gpus_per_replica" not in data:
-            serving = data.get("serving")
-            if isinstance(serving, dict) and isinstance(serving.get("tp", 1), int):
-                data = {**data, "gpus_per_replica": serving.get("tp", 1)}
+        # Without a serving block a replica is one GPU unless said; with one it is the TP group,
+        # left unset so that a variant changing serving.tp changes the replica too.
+        if isinstance(data, dict) and "gpus_per_replica" not in data and data.get("serving") is None:
+            data = {**data, "gpus_per_replica": 1}
         return data
+
+    @property
+    def replica_gpus(self) -> int:
+        """GPUs of a replica at the model level: ``gpus_per_replica``, else serving.tp, else 1."""
+        if self.gpus_per_replica is not None:
+            return self.gpus_per_replica
+        return self.serving.tp if self.serving is not None else 1
 
     @property
     def api_only(self) -> bool:
@@ -151,10 +178,6 @@ class ServedModel(Frozen):
             return self
         if not self.pools:
             raise ValueError("list the 'pools' the replicas run on (or serve it all by 'api: {mode: all}')")
-        for pool, shape in self.replicas.items():
-            if self.serving is None and shape.serving is not None and shape.serving.model is None:
-                raise ValueError(f"replicas.{pool}.serving: name the LLM ('model'); the model has no "
-                                 "serving block of its own to inherit it from")
         for pool in self.pools:
             shape = self.replicas.get(pool)
             if self.capacity_rps is None and self.serving is None and (
@@ -169,18 +192,17 @@ class ServedModel(Frozen):
         return merged_serving(self.serving, shape.serving if shape else None)
 
     def shape_on(self, pool: str) -> ReplicaShape:
-        """The replica on ``pool``: GPUs, capacity and curve (once derived), from the pool's
-        entry where it gives them, else from the model's fields."""
+        """The replica on ``pool``: each of GPUs, capacity and curve (once derived) from the
+        pool's entry where it gives it, else from the model's fields."""
         shape = self.replicas.get(pool) or ReplicaShape()
         gpus = shape.gpus_per_replica
         if gpus is None:
             own_tp = shape.serving is not None and shape.serving.tp is not None
-            gpus = shape.serving.tp if own_tp else self.gpus_per_replica
-        own = shape.capacity_rps is not None
+            gpus = shape.serving.tp if own_tp else self.replica_gpus
         return ReplicaShape(
             gpus_per_replica=gpus,
-            capacity_rps=shape.capacity_rps if own else self.capacity_rps,
-            slo_curve=shape.slo_curve if own else self.slo_curve,
+            capacity_rps=shape.capacity_rps if shape.capacity_rps is not None else self.capacity_rps,
+            slo_curve=shape.slo_curve if shape.slo_curve is not None else self.slo_curve,
             derived_on=shape.derived_on,
         )
 

@@ -7,8 +7,9 @@ A model that says ``serving: {model: llama-3.1-70b, tp: 4, dtype: fp8, slo: …}
 ``capacity_rps`` gets, on each of its pools, a replica's capacity and SLO-attainment curve
 from :func:`simulator.serving.capacity.capacity_curve` run on that pool's GPU (an H200
 replica serves more than an H100 one). They are written into the model's ``replicas``, one
-entry per pool, so ``scenario.resolved.yaml`` shows them and reloading it does not recompute
-them. A pool's own ``replicas: {POOL: {serving: {tp: 2}}}`` changes only what it names.
+entry per pool with ``derived_on`` naming the GPU, so ``scenario.resolved.yaml`` shows them;
+reading such a file derives them again (from the on-disk cache while the inputs are the
+same), so a changed GPU, serving block or variant never keeps a stale figure. A pool's own ``replicas: {POOL: {serving: {tp: 2}}}`` changes only what it names.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def _resolve_model(scenario: Scenario, index: int, model: ServedModel, base_dir:
     for pool_name in model.pools:
         shape = replicas.get(pool_name)
         if shape is not None and shape.capacity_rps is not None:
-            continue  # given for this pool, or derived before
+            continue  # given for this pool (a mapping's derived values were dropped on reading)
         own = shape is not None and shape.serving is not None
         if model.capacity_rps is not None and not own:
             continue  # the model's typed capacity applies on this pool
@@ -84,9 +85,11 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
     if spec.model is None:
         raise ScenarioError((*loc, "model"), "name the LLM the replica serves, e.g. llama-3.1-70b")
     if spec.gpu is not None:
-        named = _gpu_name(spec.gpu, scenario, (*loc, "gpu"))
-        if named != _gpu_name(pool.gpu, scenario, (*loc, "gpu")):
-            raise ScenarioError((*loc, "gpu"), f"is {spec.gpu} but pool {pool_name!r} holds {pool.gpu}; a replica "
+        own = model.replicas.get(pool_name)
+        where = loc if own is not None and own.serving is not None and own.serving.gpu is not None else (
+            "models", loc[1], "serving")
+        if _gpu_name(spec.gpu, scenario, (*where, "gpu")) != _gpu_name(pool.gpu, scenario, (*where, "gpu")):
+            raise ScenarioError((*where, "gpu"), f"is {spec.gpu} but pool {pool_name!r} holds {pool.gpu}; a replica "
                                 "runs on its pool's GPU (leave serving.gpu out, or give the pool its own block)")
     try:
         iteration = roofline_model(spec.model, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)

@@ -1,7 +1,8 @@
 """An autoscaler for an on-demand pool, as a SimPy process.
 
 Every ``interval`` it looks at the step just integrated: the GPU-equivalents the pool kept
-busy plus the GPUs missing for the models that may use it. The pool should hold
+busy plus the GPUs missing for the models that may use it, counted in this pool's replica
+shape. The pool should hold
 ``ceil(that / target_utilization)`` GPUs, at least its base ``count`` and at most
 ``max_count``. More GPUs are requested and arrive after the provisioning delay; surplus GPUs
 are released at once. No action follows another within the cooldown.
@@ -42,7 +43,7 @@ def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario
         if step < 0 or env.now - last_action < policy.cooldown - 1e-9:
             continue
         busy = clock.pool_out[step, pool, K.POOL_BUSY]
-        missing = sum(clock.model_out[step, m, K.MODEL_SHORTFALL_GPUS] for m in users)
+        missing = sum(_missing_here(plan, clock.model_out[step, m], m, pool) for m in users)
         desired = math.ceil((busy + missing) / policy.target_utilization - 1e-9)
         desired = min(max(desired, base_count), info.max_count)
         held = int(fleet.installed[pool]) + pending
@@ -53,3 +54,16 @@ def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario
         elif desired < int(fleet.installed[pool]) and pending == 0:
             fleet.remove(pool, int(fleet.installed[pool]) - desired)
             last_action = env.now
+
+
+def _missing_here(plan: CompiledScenario, row: np.ndarray, model: int, pool: int) -> float:
+    """The GPUs a model's unserved demand would take on this pool, in this pool's replica shape
+    (``shortfall_gpus`` counts them in the first-choice pool's shape)."""
+    slot = int(np.flatnonzero(plan.preferences[model] == pool)[0])
+    same = (plan.capacity_per_step[model, slot] == plan.capacity_per_step[model, 0]
+            and plan.gpus_per_replica[model, slot] == plan.gpus_per_replica[model, 0])
+    unserved = row[K.MODEL_UNSERVED]
+    if same or unserved <= 0.0 or not plan.capacity_per_step[model, slot] > 0:
+        return row[K.MODEL_SHORTFALL_GPUS]
+    replicas = math.ceil(unserved / plan.capacity_per_step[model, slot] * (1.0 - 1e-12))
+    return replicas * int(plan.gpus_per_replica[model, slot])
