@@ -155,15 +155,18 @@ class ReferenceLoop:
         self.horizon_s = self.n_steps * self.step_s
         self.pools = [Pool(spec, scenario) for spec in scenario.fleet.pools]
         index = {pool.name: i for i, pool in enumerate(self.pools)}
-        self.models = [
-            {
+        self.models = []
+        for model in scenario.models:
+            shapes = {(s.gpus_per_replica, s.capacity_rps) for s in map(model.shape_on, model.pools)}
+            if len(shapes) != 1:
+                raise ValueError(f"the reference takes one replica shape per model; {model.name} has {len(shapes)}")
+            gpus, capacity = shapes.pop()
+            self.models.append({
                 "prefs": [index[name] for name in model.pools],
-                "gpus": int(model.replica_gpus),
-                "per_replica": model.capacity_rps * self.step_s,
+                "gpus": int(gpus),
+                "per_replica": capacity * self.step_s,
                 "usd_per_request": revenue_per_request(scenario, model),
-            }
-            for model in scenario.models
-        ]
+            })
         self.other_usd_step = scenario.other_costs.usd_per_month / SECONDS_PER_MONTH * self.step_s
         self.usd_per_kwh = scenario.energy.usd_per_kwh
         # Plain Python lists, one row per step.

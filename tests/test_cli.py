@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -139,7 +140,12 @@ def test_interrupted_run_writes_nothing_and_keeps_the_earlier_run(tmp_path, sig)
          "--paths", "400", "--workers", "1", "-q"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    time.sleep(4.0)
+    # Signal once the child has done more work than loading takes (about 2 CPU-seconds), measured
+    # in its own CPU time so that a busy machine does not move the moment into the loading.
+    child = psutil.Process(proc.pid)
+    deadline = time.monotonic() + 120
+    while sum(child.cpu_times()[:2]) < 5.0 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
     proc.send_signal(sig)
     _, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr

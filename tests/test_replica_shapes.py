@@ -18,7 +18,7 @@ from simulator.cli import main
 from simulator.decisions.variants import variant_scenarios
 from simulator.scenario import dump_scenario
 from simulator.serving.capacity import Slo, capacity_curve
-from simulator.serving.config import roofline_model
+from simulator.serving.config import operator_model
 from simulator.serving.trace import LengthMix
 from tests.helpers import base_scenario, run
 
@@ -97,7 +97,8 @@ def test_a_derived_shape_follows_the_pool_gpu(tmp_path, monkeypatch):
     mix = LengthMix.fixed(1000, 200)
     slo = Slo(1.0, 90.0, 0.05, 99.0)
     for pool, gpu in (("h100", "H100"), ("h200", "H200"), ("b200", "B200")):
-        direct = capacity_curve(roofline_model("llama-3.1-8b", gpu, 1, "bf16"), mix, slo, 64, requests=400, seed=0)
+        direct = capacity_curve(operator_model("llama-3.1-8b", gpu, 1, "bf16"), mix, slo, 64, requests=400, seed=0,
+                                use_cache=False)
         assert derived[pool].capacity_rps == pytest.approx(direct.capacity_rps, rel=1e-6), pool
         assert derived[pool].derived_on == gpu and derived[pool].gpus_per_replica == 1
     assert derived["h100"].capacity_rps < derived["h200"].capacity_rps < derived["b200"].capacity_rps

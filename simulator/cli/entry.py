@@ -20,4 +20,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _quit_before_start)
     from simulator.cli import main as fleetcast
 
-    fleetcast()
+    try:
+        fleetcast()
+    finally:
+        # The command's outcome is decided (and its files written or not): a signal while the
+        # interpreter shuts down must neither print a traceback nor change the exit code.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)

@@ -197,6 +197,9 @@ def integrate_interval(
                 per_replica = capacity_per_step[m, j]
                 gpus = gpus_per_replica[m, j]
                 needed = int(math.ceil((remaining - slack) / per_replica))
+                if needed <= 0:  # what is left is below the slack: covered
+                    remaining = 0.0
+                    break
                 take = min(needed, free[p] // gpus)
                 if take <= 0:
                     continue

@@ -32,6 +32,7 @@ class ServingResult:
     replica: np.ndarray
     iterations: int
     replicas: int = 1
+    preemptions: np.ndarray | None = None  # times each request was preempted (vLLM policy)
     ttft_s: np.ndarray = field(init=False)
     e2e_s: np.ndarray = field(init=False)
     queue_s: np.ndarray = field(init=False)
@@ -73,6 +74,12 @@ class ServingResult:
             for p in PERCENTILES:
                 stats[f"{name}_p{p}_s"] = float(np.percentile(finite, p)) if len(finite) else None
             stats[f"{name}_mean_s"] = float(finite.mean()) if len(finite) else None
+        # ITL as the calibration data defines it: (mean E2E - mean TTFT) / (mean output tokens - 1).
+        decode_tokens = float(self.output_tokens.mean()) - 1.0 if len(self.output_tokens) else 0.0
+        stats["itl_mean_s"] = ((stats["e2e_mean_s"] - stats["ttft_mean_s"]) / decode_tokens
+                               if decode_tokens > 0 and stats["e2e_mean_s"] is not None else None)
+        if self.preemptions is not None:
+            stats["preemptions"] = int(self.preemptions.sum())
         return stats
 
 
@@ -117,7 +124,9 @@ def simulate_router(
 
     ``policy`` is ``"round_robin"`` (request k in arrival order to replica k mod R) or
     ``"least_outstanding"`` (to the replica with the fewest waiting + running requests,
-    ties to the lowest index). Other arguments as :func:`simulate_replica`.
+    ties to the lowest index). Other arguments as :func:`simulate_replica`. A model with a
+    ``frontend_s`` (the operator model) has it added to every request's TTFT and E2E: requests
+    reach the replica that much after they were sent.
     """
     arrival = np.asarray(arrival_s, dtype=np.float64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
@@ -148,8 +157,9 @@ def simulate_router(
     n = len(arrival)
     admit, first, finish = (np.full(n, np.nan) for _ in range(3))
     replica = np.zeros(n, dtype=np.int64)
+    frontend = float(getattr(model, "frontend_s", 0.0) or 0.0)
     iterations = run_batching(
-        sorted_arrival, prompt[order], output[order], model.params, int(max_batch),
+        sorted_arrival + frontend, prompt[order], output[order], model.params, int(max_batch),
         -1 if kv_capacity_tokens is None else int(kv_capacity_tokens),
         -1 if prefill_chunk_tokens is None else int(prefill_chunk_tokens),
         int(replicas), POLICIES[policy], admit, first, finish, replica,

@@ -9,12 +9,14 @@ from :func:`simulator.serving.capacity.capacity_curve` run on that pool's GPU (a
 replica serves more than an H100 one). They are written into the model's ``replicas``, one
 entry per pool with ``derived_on`` naming the GPU, so ``scenario.resolved.yaml`` shows them;
 reading such a file derives them again (from the on-disk cache while the inputs are the
-same), so a changed GPU, serving block or variant never keeps a stale figure. A pool's own ``replicas: {POOL: {serving: {tp: 2}}}`` changes only what it names.
+same), so a changed GPU, serving block or variant never keeps a stale figure. A pool's own
+``replicas: {POOL: {serving: {tp: 2}}}`` changes only what it names.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario import load_scenario as _validate
 from simulator.scenario.served import ReplicaShape, ServedModel, ServingSpec, SloCurve
 from simulator.serving.capacity import Slo, capacity_curve
-from simulator.serving.config import resolve_gpu, roofline_model
+from simulator.serving.config import operator_model, resolve_gpu
 from simulator.serving.iteration import ServingConfigError
 from simulator.serving.trace import LengthMix, TraceError, read_trace
 
@@ -92,19 +94,23 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
             raise ScenarioError((*where, "gpu"), f"is {spec.gpu} but pool {pool_name!r} holds {pool.gpu}; a replica "
                                 "runs on its pool's GPU (leave serving.gpu out, or give the pool its own block)")
     try:
-        iteration = roofline_model(spec.model, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)
+        iteration = operator_model(spec.model, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)
     except ServingConfigError as exc:
         text = str(exc)
         field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text
                  else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
                  or "FP8" in text else "tp")
         raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
-    mix = _length_mix(spec.lengths, model, base_dir, loc)
+    mix = replace(_length_mix(spec.lengths, model, base_dir, loc), shared_prefix_tokens=spec.shared_prefix_tokens,
+                  distinct_prompts=spec.distinct_prompts)
     slo = Slo(spec.slo.ttft_s, spec.slo.ttft_percentile, spec.slo.tpot_s, spec.slo.tpot_percentile)
     try:
         curve = capacity_curve(iteration, mix, slo, spec.max_batch,
                                prefill_chunk_tokens=spec.prefill_chunk_tokens,
-                               requests=spec.probe_requests, seed=spec.seed)
+                               requests=spec.probe_requests, seed=spec.seed,
+                               max_batched_tokens=spec.max_batched_tokens,
+                               prefix_caching=spec.prefix_caching == "enabled",
+                               kv_preemption=spec.kv_preemption == "enabled")
     except (ServingConfigError, ValueError) as exc:
         raise ScenarioError(loc, f"{exc} (pool {pool_name!r})") from None
     own = model.replicas.get(pool_name)
