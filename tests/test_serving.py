@@ -55,7 +55,7 @@ def _offline_tokens_per_gpu(model, batch, tp, input_len, output_len, gpu="h200")
     report = CliRunner().invoke(main, [
         "serving", "--model", model, "--gpu", gpu, "--tp", str(tp), "--dtype", "fp8",
         "--max-batch", str(batch), "--input-len", str(input_len), "--output-len", str(output_len),
-        "--num-requests", str(3 * batch), "--json",
+        "--num-requests", str(3 * batch), "--batching", "vllm", "--json",
     ])
     assert report.exit_code == 0, report.output
     return json.loads(report.stdout)["output_tokens_per_s_per_gpu"]

@@ -215,6 +215,16 @@ def test_serving_json_adds_means_and_itl():
     assert report["itl_mean_s"] == pytest.approx((report["e2e_mean_s"] - report["ttft_mean_s"]) / 49)
 
 
+def test_vllm_options_without_vllm_batching_exit_2():
+    result = CliRunner().invoke(main, ["serving", "--model", "llama-3.1-8b", "--gpu", "H100", "--prefix-caching", "off",
+                                       "--input-len", "8", "--output-len", "8", "--num-requests", "2"])
+    assert result.exit_code == 2 and "--prefix-caching apply to --batching vllm" in result.stderr
+    ok = CliRunner().invoke(main, ["serving", "--model", "llama-3.1-8b", "--gpu", "H100", "--batching", "vllm",
+                                   "--prefix-caching", "off", "--input-len", "8", "--output-len", "8",
+                                   "--num-requests", "2", "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["prefix_caching"] is False
+
+
 @pytest.mark.parametrize("flag", ["--chunk", "--max-batched-tokens"])
 def test_a_budget_below_the_batch_exits_2_naming_the_flags(flag):
     result = CliRunner().invoke(main, ["serving", "--model", "llama-3.1-8b", "--gpu", "H100", "--max-batch", "64",

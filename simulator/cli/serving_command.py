@@ -19,14 +19,17 @@ from simulator.serving.report import report_rows
 @click.option("--kv-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), help="KV-cache dtype (default: --dtype).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--chunk", "chunk", type=click.IntRange(min=1),
-              help="Token budget per iteration (chunked prefill); with --scheduler vllm, --max-batched-tokens.")
-@click.option("--scheduler", type=click.Choice(["vllm", "whole-prompt"]), default="vllm", show_default=True,
-              help="vllm: V1 token budget, chunked prefill, prefix cache; whole-prompt: the contract semantics.")
+              help="Token budget per iteration (chunked prefill); the same as --max-batched-tokens.")
+@click.option("--batching", type=click.Choice(["whole-prompt", "vllm"]), default="whole-prompt", show_default=True,
+              help="whole-prompt: the contract semantics; vllm: V1 token budget, chunked prefill, prefix cache, "
+              "KV preemption (what derived capacities use).")
 @click.option("--max-batched-tokens", type=click.IntRange(min=1),
               help="vLLM max_num_batched_tokens per iteration (default 8192).")
-@click.option("--prefix-caching", type=click.Choice(["on", "off"]), default="on", show_default=True)
-@click.option("--kv-preemption", type=click.Choice(["on", "off"]), default="on", show_default=True,
-              help="on: KV blocks allocated as generated, newest request preempted when full; off: reserve.")
+@click.option("--prefix-caching", type=click.Choice(["on", "off"]),
+              help="With --batching vllm: reuse cached prompt blocks (default on).")
+@click.option("--kv-preemption", type=click.Choice(["on", "off"]),
+              help="With --batching vllm: KV blocks allocated as generated, newest request preempted when "
+              "full (default on); off: reserve prompt + output at admission.")
 @click.option("--shared-prefix-tokens", type=click.IntRange(min=0), default=0, show_default=True,
               help="A system prompt of this many tokens shared by every request.")
 @click.option("--distinct-prompts", type=click.IntRange(min=0), default=0, show_default=True,
@@ -41,7 +44,7 @@ from simulator.serving.report import report_rows
 @click.option("--router", type=click.Choice(["least_outstanding", "round_robin"]), default="least_outstanding", show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, scheduler, max_batched_tokens, prefix_caching,
+def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batched_tokens, prefix_caching,
             kv_preemption, shared_prefix_tokens, distinct_prompts, trace, rate_scale, input_len, output_len,
             num_requests, rate, replicas, router, seed, as_json) -> None:
     """Serve a workload on one replica (or several) with the request-level engine.
@@ -56,12 +59,16 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, scheduler, max_batc
         raise click.UsageError("--trace replaces --input-len, --output-len and --num-requests")
     if trace is None and rate_scale is not None:
         raise click.UsageError("--rate-scale applies to a --trace; use --rate for synthetic requests")
+    vllm_only = [flag for flag, value in (("--prefix-caching", prefix_caching), ("--kv-preemption", kv_preemption))
+                 if value is not None]
+    if batching != "vllm" and vllm_only:
+        raise click.UsageError(f"{' and '.join(vllm_only)} apply to --batching vllm")
     report = serving_report(
         llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch, chunk=chunk,
         trace=trace, rate_scale=rate_scale, input_len=input_len, output_len=output_len,
         num_requests=num_requests, rate=rate, replicas=replicas, router=router, seed=seed,
-        scheduler=scheduler.replace("-", "_"), max_batched_tokens=max_batched_tokens,
-        prefix_caching=prefix_caching == "on", kv_preemption=kv_preemption == "on",
+        scheduler=batching.replace("-", "_"), max_batched_tokens=max_batched_tokens,
+        prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off",
         shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts,
     )
     if as_json:

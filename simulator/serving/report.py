@@ -22,8 +22,8 @@ def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | N
     """Run the workload and return the JSON object of ``fleetcast serving --json``.
 
     ``scheduler="vllm"`` serves with vLLM V1 scheduling (token budget ``max_batched_tokens``,
-    or ``chunk``, default 8192); ``"whole_prompt"`` with the contract semantics (``chunk``: the
-    chunked-prefill budget).
+    or ``chunk``, default 8192); ``"whole_prompt"`` with the contract semantics (``chunk`` or
+    ``max_batched_tokens``, when given: the chunked-prefill budget).
     """
     budget = max_batched_tokens or chunk
     if budget is not None and budget < max_batch:
@@ -48,10 +48,11 @@ def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | N
     else:
         result = simulate_router(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
                                  model, replicas=replicas, policy=router, max_batch=max_batch,
-                                 prefill_chunk_tokens=chunk)
+                                 prefill_chunk_tokens=budget)
     report = result.summary(gpus_per_replica=tp)
     report.update(
-        config=f"{model.llm.name} on {tp}×{model.gpu_name} {dtype}, max batch {max_batch}, {scheduler}"
+        config=f"{model.llm.name} on {tp}×{model.gpu_name} {dtype}, max batch {max_batch}, "
+        f"{scheduler.replace('_', '-')} batching"
         + (f" ({budget} tokens per iteration)" if scheduler == "vllm" else "")
         + (f", {replicas} replicas ({router})" if replicas > 1 else ""),
         workload=workload.description,
