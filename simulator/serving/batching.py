@@ -30,6 +30,7 @@ POLICY_LEAST_OUTSTANDING = 1
 # Iteration-model kinds (first entry of a parameter vector, see simulator.serving.iteration).
 KIND_LINEAR = 0.0
 KIND_ROOFLINE = 1.0
+KIND_OPERATOR = 2.0
 
 
 @njit(cache=True)
@@ -143,8 +144,8 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
                 continue
             if plain:
                 decoding[r] = before
-                dt = iteration_seconds(params, prefill_tokens, before,
-                                       context[r] + prefill_context, context[r] + prefill_tokens)
+                dt = iteration_seconds(params, prefill_tokens, before, context[r] + prefill_context,
+                                       context[r] + prefill_tokens, context[r])
                 for q in range(n_new[r]):
                     context[r] += prompt[newcomers[r, q]]
             else:
@@ -234,6 +235,7 @@ def _compose_chunked(r, running, count, prompt, prefilled, generated, chunk_now,
             decode_requests += 1
             context_sum += position
             kv_read += position
+    decode_context = kv_read
     budget = chunk_budget - decode_requests
     for j in range(count):
         i = running[r, j]
@@ -247,12 +249,16 @@ def _compose_chunked(r, running, count, prompt, prefilled, generated, chunk_now,
         prefill_tokens += size
         context_sum += size * done + size * (size + 1) / 2.0
         kv_read += done + size
-    return iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_read)
+    return iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_read, decode_context)
 
 
 @njit(cache=True)
-def iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_tokens_read):
+def iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_tokens_read, decode_context):
     """Duration of one iteration.
+
+    Used by this engine and by :mod:`simulator.serving.vllm_engine` (whose numba cache must be
+    cleared, or that file touched, when this function changes: numba keys a cache on the
+    source file of the cached function only).
 
     Args:
         params: an iteration model's parameter vector.
@@ -260,10 +266,23 @@ def iteration_seconds(params, prefill_tokens, decode_requests, context_sum, kv_t
         decode_requests: requests generating one token in this iteration.
         context_sum: sum over processed tokens of their position in their sequence.
         kv_tokens_read: tokens of KV cache read by this iteration's attention.
+        decode_context: the part of ``context_sum`` (and of ``kv_tokens_read``) from decodes.
     """
     if params[0] == KIND_LINEAR:
         return params[1] + params[2] * (prefill_tokens + decode_requests)
     tokens = prefill_tokens + decode_requests
-    compute = params[2] * tokens + params[3] * context_sum
-    memory = params[4] + params[5] * kv_tokens_read
-    return params[1] + max(compute, memory) + params[6] + params[7] * tokens
+    if params[0] == KIND_ROOFLINE:
+        compute = params[2] * tokens + params[3] * context_sum
+        memory = params[4] + params[5] * kv_tokens_read
+        return params[1] + max(compute, memory) + params[6] + params[7] * tokens
+    # KIND_OPERATOR: GEMMs, prefill attention, decode attention, all-reduce, overhead, summed.
+    experts = 0.0
+    if params[5] > 0 and tokens > 0:
+        experts = params[5] * (1.0 - (1.0 - params[6] / params[5]) ** tokens)
+    gemm = max(params[2] * tokens, params[3] + params[4] * experts) if tokens > 0 else 0.0
+    prefill_positions = context_sum - decode_context
+    prefill_kv = kv_tokens_read - decode_context
+    attention = max(params[7] * prefill_positions, params[8] * prefill_kv)
+    attention += max(params[7] * decode_context, params[8] * decode_context)
+    allreduce = params[9] + params[10] * tokens if tokens > 0 else 0.0
+    return params[1] + gemm + attention + allreduce

@@ -32,6 +32,7 @@ class ServingResult:
     replica: np.ndarray
     iterations: int
     replicas: int = 1
+    preemptions: np.ndarray | None = None  # times each request was preempted (vLLM policy)
     ttft_s: np.ndarray = field(init=False)
     e2e_s: np.ndarray = field(init=False)
     queue_s: np.ndarray = field(init=False)
@@ -73,6 +74,12 @@ class ServingResult:
             for p in PERCENTILES:
                 stats[f"{name}_p{p}_s"] = float(np.percentile(finite, p)) if len(finite) else None
             stats[f"{name}_mean_s"] = float(finite.mean()) if len(finite) else None
+        # ITL as the calibration data defines it: (mean E2E - mean TTFT) / (mean output tokens - 1).
+        decode_tokens = float(self.output_tokens.mean()) - 1.0 if len(self.output_tokens) else 0.0
+        stats["itl_mean_s"] = ((stats["e2e_mean_s"] - stats["ttft_mean_s"]) / decode_tokens
+                               if decode_tokens > 0 and stats["e2e_mean_s"] is not None else None)
+        if self.preemptions is not None:
+            stats["preemptions"] = int(self.preemptions.sum())
         return stats
 
 

@@ -1,0 +1,108 @@
+"""Python face of the vLLM V1 scheduling policy (:mod:`simulator.serving.vllm_engine`).
+
+:func:`simulate_vllm` serves requests on one replica (or several behind a router) the way
+vLLM V1 schedules them: a per-iteration token budget (``max_num_batched_tokens``, default
+8192) shared by decodes and chunked prefill, an optional prefix cache over 16-token blocks and
+KV blocks allocated as tokens are generated, with preemption and recomputation of the newest
+request when they run out (or, with ``kv_preemption=False``, a reservation of each request's
+whole prompt + output at admission). The model's ``frontend_s`` (operator model), or the
+``frontend_s`` given, is added to every request's TTFT and E2E: the request reaches the
+scheduler that much after it was sent.
+
+``simulate_replica`` keeps the contract's whole-prompt semantics; this is the policy used for
+derived capacities and by ``fleetcast serving``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from simulator.serving.iteration import IterationModel, ServingConfigError
+from simulator.serving.prefix import BLOCK_TOKENS, block_keys
+from simulator.serving.replica import POLICIES, ServingResult
+from simulator.serving.vllm_engine import run_vllm
+
+DEFAULT_MAX_BATCHED_TOKENS = 8192
+
+
+def simulate_vllm(
+    arrival_s: Any,
+    prompt_tokens: Any,
+    output_tokens: Any,
+    model: IterationModel,
+    max_num_seqs: int = 256,
+    max_num_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS,
+    kv_capacity_tokens: int | None = None,
+    prefix_caching: bool = True,
+    kv_preemption: bool = True,
+    prefix_id: Any = None,
+    prefix_tokens: Any = None,
+    prompt_id: Any = None,
+    replicas: int = 1,
+    policy: str = "least_outstanding",
+    frontend_s: float | None = None,
+    block_size: int = BLOCK_TOKENS,
+) -> ServingResult:
+    """Serve requests with vLLM V1 scheduling (module docstring).
+
+    Args:
+        arrival_s, prompt_tokens, output_tokens: per request, as :func:`simulate_replica`.
+        model: an iteration-time model.
+        max_num_seqs: most requests running at once (vLLM ``max_num_seqs``).
+        max_num_batched_tokens: token budget of one iteration (>= 1).
+        kv_capacity_tokens: KV-cache tokens per replica (rounded down to whole blocks); default:
+            the model's own capacity when it has one, else unlimited.
+        prefix_caching: reuse cached prompt blocks (needs ``prefix_id``/``prompt_id`` to share).
+        kv_preemption: allocate blocks as tokens are computed and preempt the newest request when
+            they run out (vLLM); False reserves prompt + output blocks at admission.
+        prefix_id, prefix_tokens, prompt_id: prompt content labels (:mod:`simulator.serving.prefix`).
+        replicas, policy: replicas behind a router, as :func:`simulate_router`.
+        frontend_s: per-request front-end latency; default the model's ``frontend_s`` or 0.
+        block_size: tokens per KV block.
+    """
+    arrival = np.asarray(arrival_s, dtype=np.float64)
+    prompt = np.asarray(prompt_tokens, dtype=np.int64)
+    output = np.asarray(output_tokens, dtype=np.int64)
+    n = len(arrival)
+    if not (arrival.ndim == prompt.ndim == output.ndim == 1) or not (n == len(prompt) == len(output)):
+        raise ValueError("arrival_s, prompt_tokens and output_tokens must be 1-D and of equal length")
+    if n and not np.isfinite(arrival).all():
+        raise ValueError("arrival times must be finite")
+    if (prompt < 1).any() or (output < 1).any():
+        raise ValueError("every request needs at least 1 prompt token and 1 output token")
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    if replicas < 1 or max_num_seqs < 1 or max_num_batched_tokens < 1 or block_size < 1:
+        raise ValueError("replicas, max_num_seqs, max_num_batched_tokens and block_size must be >= 1")
+    frontend = float(getattr(model, "frontend_s", 0.0) or 0.0) if frontend_s is None else float(frontend_s)
+    if kv_capacity_tokens is None:
+        kv_capacity_tokens = getattr(model, "kv_capacity_tokens", None)
+    start, count, keys, n_keys = block_keys(prompt, prefix_id, prefix_tokens, prompt_id, block_size)
+    per_request = (prompt + output + block_size - 1) // block_size
+    if kv_capacity_tokens is None:
+        blocks = int(per_request.max(initial=1)) * max_num_seqs + n_keys + 1
+    else:
+        blocks = int(kv_capacity_tokens) // block_size
+        largest = int(per_request.max(initial=0))
+        if largest > blocks:
+            raise ServingConfigError(
+                f"a request needs {largest * block_size:,} tokens of KV cache but a replica holds "
+                f"{blocks * block_size:,}; shorten the requests, use more GPUs per replica (tp) or fp8"
+            )
+    order = np.argsort(arrival, kind="stable")
+    admit, first, finish = (np.full(n, np.nan) for _ in range(3))
+    replica = np.zeros(n, dtype=np.int64)
+    preempted = np.zeros(n, dtype=np.int64)
+    iterations = run_vllm(
+        arrival[order] + frontend, prompt[order], output[order], start[order], count[order],
+        keys, n_keys, model.params, int(max_num_seqs),
+        int(max_num_batched_tokens), blocks, int(block_size), bool(prefix_caching), bool(kv_preemption),
+        int(replicas), POLICIES[policy], admit, first, finish, replica, preempted,
+    )
+    back = np.empty_like(order)
+    back[order] = np.arange(n)
+    return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back], replica[back],
+                         int(iterations), int(replicas), preempted[back])
+
