@@ -321,7 +321,19 @@ def _cell(value: object) -> str:
 @click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True)
 @click.option("--kv-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), help="KV-cache dtype (default: --dtype).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=256, show_default=True)
-@click.option("--chunk", "chunk", type=click.IntRange(min=1), help="Chunked-prefill token budget per iteration.")
+@click.option("--chunk", "chunk", type=click.IntRange(min=1),
+              help="Token budget per iteration (chunked prefill); with --scheduler vllm, --max-batched-tokens.")
+@click.option("--scheduler", type=click.Choice(["vllm", "whole-prompt"]), default="vllm", show_default=True,
+              help="vllm: V1 token budget, chunked prefill, prefix cache; whole-prompt: the contract semantics.")
+@click.option("--max-batched-tokens", type=click.IntRange(min=1),
+              help="vLLM max_num_batched_tokens per iteration (default 8192).")
+@click.option("--prefix-caching", type=click.Choice(["on", "off"]), default="on", show_default=True)
+@click.option("--kv-preemption", type=click.Choice(["on", "off"]), default="on", show_default=True,
+              help="on: KV blocks allocated as generated, newest request preempted when full; off: reserve.")
+@click.option("--shared-prefix-tokens", type=click.IntRange(min=0), default=0, show_default=True,
+              help="A system prompt of this many tokens shared by every request.")
+@click.option("--distinct-prompts", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Requests repeat this many distinct prompts (0: every prompt distinct).")
 @click.option("--trace", help="Azure-format trace CSV (TIMESTAMP,ContextTokens,GeneratedTokens), or azure-conv.")
 @click.option("--rate-scale", type=click.FloatRange(min=0, min_open=True), help="Replay the trace at K times its rate.")
 @click.option("--input-len", type=click.IntRange(min=1), help="Prompt tokens per request (without --trace).")
@@ -332,7 +344,8 @@ def _cell(value: object) -> str:
 @click.option("--router", type=click.Choice(["least_outstanding", "round_robin"]), default="least_outstanding", show_default=True)
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
-def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, trace, rate_scale, input_len, output_len,
+def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, scheduler, max_batched_tokens, prefix_caching,
+            kv_preemption, shared_prefix_tokens, distinct_prompts, trace, rate_scale, input_len, output_len,
             num_requests, rate, replicas, router, seed, as_json) -> None:
     """Serve a workload on one replica (or several) with the request-level engine.
 
@@ -350,6 +363,9 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, trace, rate_scale, 
         llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch, chunk=chunk,
         trace=trace, rate_scale=rate_scale, input_len=input_len, output_len=output_len,
         num_requests=num_requests, rate=rate, replicas=replicas, router=router, seed=seed,
+        scheduler=scheduler.replace("-", "_"), max_batched_tokens=max_batched_tokens,
+        prefix_caching=prefix_caching == "on", kv_preemption=kv_preemption == "on",
+        shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts,
     )
     if as_json:
         click.echo(json.dumps(report, allow_nan=False))

@@ -35,6 +35,15 @@ class ServingSpec(Frozen):
     kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="Default: dtype")
     max_batch: Annotated[int, Field(ge=1, le=4096)] = 256
     prefill_chunk_tokens: Annotated[int, Field(ge=1)] | None = None
+    max_batched_tokens: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="vLLM max_num_batched_tokens per iteration (default prefill_chunk_tokens or 8192)"
+    )
+    prefix_caching: bool = Field(default=True, description="Reuse cached prompt blocks (vLLM prefix caching)")
+    kv_preemption: bool = Field(
+        default=True, description="Allocate KV blocks as generated and preempt when full (False: reserve)"
+    )
+    shared_prefix_tokens: Annotated[int, Field(ge=0)] = Field(default=0, description="System prompt shared by all requests")
+    distinct_prompts: Annotated[int, Field(ge=0)] = Field(default=0, description="Requests repeat this many prompts (0: all distinct)")
     slo: SloSpec = Field(default_factory=SloSpec)
     lengths: str = Field(
         default="fixed",

@@ -28,8 +28,11 @@ import numpy as np
 from simulator.serving.iteration import IterationModel, ServingConfigError
 from simulator.serving.replica import simulate_replica
 from simulator.serving.trace import LengthMix
+from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm
 
-CACHE_VERSION = 1
+SCHEDULERS = ("vllm", "whole_prompt")
+
+CACHE_VERSION = 2
 LOAD_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)
 
 
@@ -70,9 +73,23 @@ def capacity_curve(
     warmup: int = 500,
     seed: int = 0,
     use_cache: bool = True,
+    scheduler: str = "vllm",
+    max_batched_tokens: int | None = None,
+    prefix_caching: bool = True,
+    kv_preemption: bool = True,
 ) -> CapacityCurve:
-    """Find the sustainable rate by bisection and tabulate attainment against load."""
-    key = _cache_key(model, mix, slo, max_batch, kv_capacity_tokens, prefill_chunk_tokens, requests, warmup, seed)
+    """Find the sustainable rate by bisection and tabulate attainment against load.
+
+    ``scheduler="vllm"`` (default) serves with vLLM V1 scheduling (:func:`simulate_vllm`:
+    token budget ``max_batched_tokens``, default ``prefill_chunk_tokens`` or 8192, prefix cache,
+    KV preemption); ``"whole_prompt"`` with the contract semantics of :func:`simulate_replica`.
+    """
+    if scheduler not in SCHEDULERS:
+        raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
+    budget = max_batched_tokens or prefill_chunk_tokens or DEFAULT_MAX_BATCHED_TOKENS
+    options = (scheduler, budget, prefix_caching, kv_preemption, mix.shared_prefix_tokens, mix.distinct_prompts)
+    key = _cache_key(model, mix, slo, max_batch, kv_capacity_tokens, prefill_chunk_tokens, requests, warmup, seed,
+                     options)
     path = cache_dir() / f"{key}.json"
     if use_cache and path.exists():
         try:
@@ -83,13 +100,22 @@ def capacity_curve(
     rng = np.random.default_rng(seed)
     total = requests + warmup
     unit_gaps = rng.exponential(1.0, total)
-    prompt, output = mix.sample(total, rng)
+    drawn = mix.sample_requests(total, rng)
+    prompt, output = drawn["prompt_tokens"], drawn["output_tokens"]
 
-    def serve(rate: float):
-        arrival = np.cumsum(unit_gaps) / rate
+    def run(arrival):
+        if scheduler == "vllm":
+            return simulate_vllm(arrival, prompt, output, model, max_num_seqs=max_batch,
+                                 max_num_batched_tokens=budget, kv_capacity_tokens=kv_capacity_tokens,
+                                 prefix_caching=prefix_caching, kv_preemption=kv_preemption,
+                                 prefix_id=drawn["prefix_id"], prefix_tokens=drawn["prefix_tokens"],
+                                 prompt_id=drawn["prompt_id"])
         return simulate_replica(arrival, prompt, output, model, max_batch=max_batch,
                                 kv_capacity_tokens=kv_capacity_tokens,
                                 prefill_chunk_tokens=prefill_chunk_tokens)
+
+    def serve(rate: float):
+        return run(np.cumsum(unit_gaps) / rate)
 
     def percentiles(rate: float) -> tuple[float, float]:
         result = serve(rate)
@@ -103,9 +129,7 @@ def capacity_curve(
         ttft, tpot = percentiles(rate)
         return ttft <= slo.ttft_s and tpot <= slo.tpot_s
 
-    offline = simulate_replica(np.zeros(total), prompt, output, model, max_batch=max_batch,
-                               kv_capacity_tokens=kv_capacity_tokens,
-                               prefill_chunk_tokens=prefill_chunk_tokens)
+    offline = run(np.zeros(total))
     high = total / offline.duration_s  # nothing sustains more than the offline throughput
     low = high * 1e-3
     if not meets(low):
@@ -135,10 +159,10 @@ def capacity_curve(
     return curve
 
 
-def _cache_key(model, mix, slo, max_batch, kv, chunk, requests, warmup, seed) -> str:
+def _cache_key(model, mix, slo, max_batch, kv, chunk, requests, warmup, seed, options) -> str:
     digest = hashlib.sha256()
-    digest.update(json.dumps([CACHE_VERSION, model.params.tolist(), asdict(slo), max_batch, kv, chunk,
-                              requests, warmup, seed]).encode())
+    digest.update(json.dumps([CACHE_VERSION, model.params.tolist(), getattr(model, "frontend_s", 0.0),
+                              asdict(slo), max_batch, kv, chunk, requests, warmup, seed, list(options)]).encode())
     digest.update(np.ascontiguousarray(mix.prompt_tokens, dtype=np.int64).tobytes())
     digest.update(np.ascontiguousarray(mix.output_tokens, dtype=np.int64).tobytes())
     return digest.hexdigest()[:32]

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
 from simulator.serving.iteration import RooflineIterationModel, ServingConfigError
 from simulator.serving.llm_catalog import LLM_CATALOG, LlmSpec, find_llm
+from simulator.serving.operators import OperatorIterationModel
 
 
 def resolve_gpu(name: str, gpus: Mapping[str, GpuSpec] | None = None) -> tuple[str, GpuSpec]:
@@ -43,4 +44,26 @@ def roofline_model(
     gpu_name, gpu_spec = resolve_gpu(gpu, gpus)
     return RooflineIterationModel(
         gpu_spec, resolve_llm(model, llms), tp=tp, dtype=dtype, kv_dtype=kv_dtype, gpu_name=gpu_name
+    )
+
+
+def operator_model(
+    model: str,
+    gpu: str,
+    tp: int = 1,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    gpus: Mapping[str, GpuSpec] | None = None,
+    llms: Mapping[str, LlmSpec] | None = None,
+    **efficiencies: float,
+) -> OperatorIterationModel:
+    """An operator-class iteration model from catalog names (efficiencies: the generation's defaults).
+
+    Keyword arguments override ``compute_efficiency``, ``memory_efficiency``,
+    ``attention_efficiency``, ``overhead_s`` or ``frontend_s``.
+    """
+    gpu_name, gpu_spec = resolve_gpu(gpu, gpus)
+    return OperatorIterationModel(
+        gpu_spec, resolve_llm(model, llms), tp=tp, dtype=dtype, kv_dtype=kv_dtype, gpu_name=gpu_name,
+        **efficiencies,
     )

@@ -58,6 +58,7 @@ class OperatorIterationModel(RooflineIterationModel):
     overhead_s: float | None = None
     attention_efficiency: float | None = None
     frontend_s: float | None = None
+    allreduce_latency_s: float | None = None  # default: the GPU's allreduce_latency_us
 
     def __post_init__(self) -> None:
         for key, name in (("compute_efficiency", "gemm_efficiency"), ("memory_efficiency", "memory_efficiency"),
@@ -103,8 +104,10 @@ class OperatorIterationModel(RooflineIterationModel):
         kv_read_per_token = self.kv_bytes_per_token / tp / bandwidth
         if tp > 1:
             link = (self.gpu.link_gbps or _DEFAULT_LINK_GBPS) * 1e9
-            latency = (self.gpu.allreduce_latency_us if self.gpu.allreduce_latency_us is not None
-                       else _DEFAULT_ALLREDUCE_US) * 1e-6
+            latency = self.allreduce_latency_s
+            if latency is None:
+                latency = (self.gpu.allreduce_latency_us if self.gpu.allreduce_latency_us is not None
+                           else _DEFAULT_ALLREDUCE_US) * 1e-6
             allreduce_fixed = 2 * llm.layers * latency
             allreduce_per_token = 2 * llm.layers * 2.0 * (tp - 1) / tp * llm.hidden * 2.0 / link
         else:

@@ -5,32 +5,59 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from simulator.serving.config import roofline_model
+from simulator.serving.config import operator_model
+from simulator.serving.iteration import ServingConfigError
 from simulator.serving.replica import simulate_router
+from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm
 from simulator.serving.workload import synthetic_workload, trace_workload
 
 
 def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | None, max_batch: int,
                    chunk: int | None, trace: str | None, rate_scale: float | None,
                    input_len: int | None, output_len: int | None, num_requests: int | None,
-                   rate: float | None, replicas: int, router: str, seed: int) -> dict[str, Any]:
-    """Run the workload and return the JSON object of ``fleetcast serving --json``."""
-    model = roofline_model(llm, gpu, tp, dtype, kv_dtype)
+                   rate: float | None, replicas: int, router: str, seed: int, scheduler: str = "vllm",
+                   max_batched_tokens: int | None = None, prefix_caching: bool = True,
+                   kv_preemption: bool = True, shared_prefix_tokens: int = 0,
+                   distinct_prompts: int = 0) -> dict[str, Any]:
+    """Run the workload and return the JSON object of ``fleetcast serving --json``.
+
+    ``scheduler="vllm"`` serves with vLLM V1 scheduling (token budget ``max_batched_tokens``,
+    or ``chunk``, default 8192); ``"whole_prompt"`` with the contract semantics (``chunk``: the
+    chunked-prefill budget).
+    """
+    budget = max_batched_tokens or chunk
+    if budget is not None and budget < max_batch:
+        flag = "--max-batched-tokens" if max_batched_tokens else "--chunk"
+        raise ServingConfigError(f"{flag} ({budget}) must be >= --max-batch ({max_batch}): every running "
+                                 "request needs a token of the iteration's budget")
+    model = operator_model(llm, gpu, tp, dtype, kv_dtype)
     if trace is not None:
-        workload = trace_workload(trace, rate=rate, rate_scale=rate_scale)
+        workload = trace_workload(trace, rate=rate, rate_scale=rate_scale, seed=seed,
+                                  shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts)
     else:
         assert input_len and output_len and num_requests
-        workload = synthetic_workload(input_len, output_len, num_requests, rate, seed)
-    result = simulate_router(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
-                             model, replicas=replicas, policy=router, max_batch=max_batch,
-                             prefill_chunk_tokens=chunk)
+        workload = synthetic_workload(input_len, output_len, num_requests, rate, seed,
+                                      shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts)
+    if scheduler == "vllm":
+        budget = budget or DEFAULT_MAX_BATCHED_TOKENS
+        result = simulate_vllm(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, model,
+                               max_num_seqs=max_batch, max_num_batched_tokens=budget, prefix_caching=prefix_caching,
+                               kv_preemption=kv_preemption, prefix_id=workload.prefix_id,
+                               prefix_tokens=workload.prefix_tokens, prompt_id=workload.prompt_id,
+                               replicas=replicas, policy=router)
+    else:
+        result = simulate_router(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
+                                 model, replicas=replicas, policy=router, max_batch=max_batch,
+                                 prefill_chunk_tokens=chunk)
     report = result.summary(gpus_per_replica=tp)
     report.update(
-        config=f"{model.llm.name} on {tp}×{model.gpu_name} {dtype}, max batch {max_batch}"
+        config=f"{model.llm.name} on {tp}×{model.gpu_name} {dtype}, max batch {max_batch}, {scheduler}"
+        + (f" ({budget} tokens per iteration)" if scheduler == "vllm" else "")
         + (f", {replicas} replicas ({router})" if replicas > 1 else ""),
         workload=workload.description,
         model=model.llm.name, gpu=model.gpu_name, tp=tp, dtype=dtype, kv_dtype=model.kv_dtype,
-        max_batch=max_batch, kv_capacity_tokens=model.kv_capacity_tokens,
+        max_batch=max_batch, kv_capacity_tokens=model.kv_capacity_tokens, scheduler=scheduler,
+        max_batched_tokens=budget, prefix_caching=prefix_caching, kv_preemption=kv_preemption,
     )
     return {key: (None if isinstance(value, float) and not math.isfinite(value) else value)
             for key, value in report.items()}
@@ -52,6 +79,7 @@ def report_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("TTFT p50 / p90 / p99", f"{ms('ttft_p50_s')} / {ms('ttft_p90_s')} / {ms('ttft_p99_s')}"),
         ("TPOT p50 / p99", f"{ms('tpot_p50_s')} / {ms('tpot_p99_s')}"),
         ("E2E p50 / p99", f"{ms('e2e_p50_s')} / {ms('e2e_p99_s')}"),
+        ("TTFT / E2E / ITL mean", f"{ms('ttft_mean_s')} / {ms('e2e_mean_s')} / {ms('itl_mean_s')}"),
         ("KV cache", f"{report['kv_capacity_tokens']:,} tokens per replica"),
         ("iterations", f"{report['iterations']:,}"),
     ]

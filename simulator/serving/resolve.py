@@ -8,12 +8,13 @@ A model that says ``serving: {model: llama-3.1-70b, tp: 4, dtype: fp8, slo: …}
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario.served import ServedModel, SloCurve
 from simulator.serving.capacity import Slo, capacity_curve
-from simulator.serving.config import roofline_model
+from simulator.serving.config import operator_model
 from simulator.serving.iteration import ServingConfigError
 from simulator.serving.trace import LengthMix, TraceError, read_trace
 
@@ -37,19 +38,22 @@ def _resolve_model(scenario: Scenario, index: int, model: ServedModel, base_dir:
     pool = next(p for p in scenario.fleet.pools if p.name == model.pools[0])
     gpu = spec.gpu or pool.gpu
     try:
-        iteration = roofline_model(spec.model, gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)
+        iteration = operator_model(spec.model, gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)
     except ServingConfigError as exc:
         text = str(exc)
         field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text
                  else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
                  or "FP8" in text else "tp")
         raise ScenarioError((*loc, field), str(exc)) from None
-    mix = _length_mix(spec.lengths, model, base_dir, loc)
+    mix = replace(_length_mix(spec.lengths, model, base_dir, loc), shared_prefix_tokens=spec.shared_prefix_tokens,
+                  distinct_prompts=spec.distinct_prompts)
     slo = Slo(spec.slo.ttft_s, spec.slo.ttft_percentile, spec.slo.tpot_s, spec.slo.tpot_percentile)
     try:
         curve = capacity_curve(iteration, mix, slo, spec.max_batch,
                                prefill_chunk_tokens=spec.prefill_chunk_tokens,
-                               requests=spec.probe_requests, seed=spec.seed)
+                               requests=spec.probe_requests, seed=spec.seed,
+                               max_batched_tokens=spec.max_batched_tokens, prefix_caching=spec.prefix_caching,
+                               kv_preemption=spec.kv_preemption)
     except (ServingConfigError, ValueError) as exc:
         raise ScenarioError(loc, str(exc)) from None
     return model.model_copy(update={

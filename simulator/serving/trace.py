@@ -1,7 +1,9 @@
 """Request traces in the Azure LLM inference format, and request-length mixes.
 
 A trace is a CSV with the columns ``TIMESTAMP, ContextTokens, GeneratedTokens`` (the Azure
-LLM inference trace 2023 format). ``azure-conv`` names the hour of production
+LLM inference trace 2023 format), optionally followed by ``prefix_id, prefix_tokens``: requests
+with the same ``prefix_id`` share their first ``prefix_tokens`` prompt tokens (a system
+prompt), which a prefix cache can reuse; an empty ``prefix_id`` means no shared prefix. ``azure-conv`` names the hour of production
 conversation traffic shipped with Fleetcast (CC-BY 4.0; Patel et al., ISCA 2024).
 A :class:`LengthMix` is the joint empirical distribution of (prompt, output) lengths that a
 capacity curve samples from.
@@ -9,6 +11,7 @@ capacity curve samples from.
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -34,12 +37,15 @@ class Trace:
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     source: str
+    prefix_id: np.ndarray | None = None
+    prefix_tokens: np.ndarray | None = None
 
     def scaled(self, factor: float) -> Trace:
         """The same requests arriving ``factor`` times as fast (k× the rate)."""
         if not factor > 0:
             raise ValueError(f"rate scale must be > 0, got {factor}")
-        return Trace(self.arrival_s / factor, self.prompt_tokens, self.output_tokens, self.source)
+        return Trace(self.arrival_s / factor, self.prompt_tokens, self.output_tokens, self.source,
+                     self.prefix_id, self.prefix_tokens)
 
     @property
     def rate_rps(self) -> float:
@@ -52,11 +58,18 @@ class Trace:
 
 @dataclass(frozen=True)
 class LengthMix:
-    """The joint distribution of (prompt, output) tokens per request, sampled with replacement."""
+    """The joint distribution of (prompt, output) tokens per request, sampled with replacement.
+
+    ``shared_prefix_tokens`` > 0 gives every request the same system prompt of that many tokens
+    (``prefix_id`` 0); ``distinct_prompts`` > 0 draws that many prompts once and has each request
+    repeat one of them, uniformly (``prompt_id``), so a prefix cache can hit whole prompts.
+    """
 
     prompt_tokens: np.ndarray
     output_tokens: np.ndarray
     source: str = "fixed"
+    shared_prefix_tokens: int = 0
+    distinct_prompts: int = 0
 
     @classmethod
     def fixed(cls, prompt_tokens: int, output_tokens: int) -> LengthMix:
@@ -65,6 +78,21 @@ class LengthMix:
     def sample(self, n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         pick = rng.integers(0, len(self.prompt_tokens), n)
         return self.prompt_tokens[pick], self.output_tokens[pick]
+
+    def sample_requests(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray | None]:
+        """``n`` requests: ``prompt_tokens, output_tokens, prefix_id, prefix_tokens, prompt_id``."""
+        prompt, output = self.sample(n, rng)
+        prompt_id = None
+        if self.distinct_prompts > 0:
+            pool, _ = self.sample(self.distinct_prompts, rng)
+            prompt_id = rng.integers(0, self.distinct_prompts, n)
+            prompt = pool[prompt_id]
+        prefix_id = prefix_tokens = None
+        if self.shared_prefix_tokens > 0:
+            prefix_id = np.zeros(n, dtype=np.int64)
+            prefix_tokens = np.minimum(prompt, self.shared_prefix_tokens)
+        return dict(prompt_tokens=prompt, output_tokens=output, prefix_id=prefix_id,
+                    prefix_tokens=prefix_tokens, prompt_id=prompt_id)
 
     def describe(self) -> dict[str, float]:
         """Means, percentiles and a lognormal fit (mean and sd of log tokens) of both lengths."""
@@ -94,8 +122,21 @@ def read_trace(name_or_path: str | Path) -> Trace:
         rows = read_rows(path, _COLUMNS)
     except ValueError as exc:
         raise TraceError(str(exc)) from None
-    stamps, prompts, outputs, lines = [], [], [], []
+    with path.open(newline="", encoding="utf-8-sig") as handle:
+        header = [c.strip().lower() for c in next(csv.reader(handle), [])]
+    labelled = header[3:5] == ["prefix_id", "prefix_tokens"]
+    stamps, prompts, outputs, lines, prefix_ids, prefix_lens = [], [], [], [], [], []
     for number, row in rows:
+        if labelled:
+            cells = (row + ["", ""])[3:5]
+            try:
+                prefix_ids.append(int(cells[0]) if cells[0] else -1)
+                prefix_lens.append(int(cells[1]) if cells[1] else 0)
+            except ValueError:
+                raise TraceError(f"{path} line {number}: prefix_id and prefix_tokens must be whole numbers, "
+                                 f"got {cells[0]!r}, {cells[1]!r}") from None
+            if prefix_lens[-1] < 0:
+                raise TraceError(f"{path} line {number}: prefix_tokens must be >= 0, got {prefix_lens[-1]}")
         try:
             prompt, output = int(row[1]), int(row[2])
         except ValueError:
@@ -115,5 +156,7 @@ def read_trace(name_or_path: str | Path) -> Trace:
         raise TraceError(f"{path} line {lines[index]}: cannot read the timestamp {stamps[index]!r}")
     seconds = (times - times.min()).dt.total_seconds().to_numpy()
     order = np.argsort(seconds, kind="stable")
+    prefix_id = np.asarray(prefix_ids, dtype=np.int64)[order] if labelled else None
+    prefix_tokens = np.asarray(prefix_lens, dtype=np.int64)[order] if labelled else None
     return Trace(seconds[order], np.asarray(prompts, dtype=np.int64)[order],
-                 np.asarray(outputs, dtype=np.int64)[order], str(path))
+                 np.asarray(outputs, dtype=np.int64)[order], str(path), prefix_id, prefix_tokens)
