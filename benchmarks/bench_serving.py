@@ -10,7 +10,10 @@ per request, one replica process running iterations; median of a few runs) on th
 workload (``tests.serving_reference.make_workload``: Poisson arrivals, prompts 1..4000, outputs
 1..1000, linear iteration model ``0.01 s + 2e-5 s/token``), plus one run of the plain-Python
 reference loop (tests/serving_reference.py) for scale; checks that every request's latencies
-agree (max abs difference) and prints a small table.
+agree (max abs difference) and prints a small table. It also times the vLLM V1 scheduling
+policy (``simulator.serving.vllm.simulate_vllm``: token budget = the chunk or 8192, prefix
+caching on, KV preemption) on the same workload and model, reported against the same SimPy
+time (a speed figure only: its schedule differs from the contract semantics SimPy models).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from serving_simpy import simpy_replica  # noqa: E402
 
 from simulator.serving import LinearIterationModel, simulate_replica  # noqa: E402
+from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm  # noqa: E402
 from tests.serving_reference import OUTPUT_KEYS, make_workload, reference_replica  # noqa: E402
 
 BASE_S, PER_TOKEN_S = 0.01, 2e-5
@@ -90,6 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     r = simulate_replica(arrival, prompt, output, model, **opts)
     engine = {k: np.asarray(getattr(r, k), dtype=float) for k in OUTPUT_KEYS}
 
+    vllm_opts = dict(max_num_seqs=args.max_batch, kv_capacity_tokens=args.kv_capacity,
+                     max_num_batched_tokens=args.chunk or DEFAULT_MAX_BATCHED_TOKENS)
+    simulate_vllm(arrival[:200], prompt[:200], output[:200], model, **vllm_opts)
+    vllm_runs = [_timed(simulate_vllm, arrival, prompt, output, model, **vllm_opts)[0]
+                 for _ in range(max(1, args.repeats))]
+    vllm_s = statistics.median(vllm_runs)
+
     simpy_runs = []
     for _ in range(max(1, args.simpy_repeats)):
         elapsed, simpy_res = _timed(simpy_replica, arrival, prompt, output, BASE_S, PER_TOKEN_S, **opts)
@@ -124,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
         "simpy_s": simpy_s,
         "simpy_runs_s": simpy_runs,
         "ratio_simpy_over_engine": simpy_s / engine_s,
+        "vllm_engine_s": vllm_s,
+        "ratio_simpy_over_vllm_engine": simpy_s / vllm_s,
         "reference_s": reference_s,
         "ratio_reference_over_engine": None if reference_s is None else reference_s / engine_s,
         "max_abs_diff_engine_vs_simpy_s": diff_simpy,
@@ -136,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         (f"engine simulate_replica (median of {len(engine_runs)})", f"{engine_s:10.4f} s"),
         (f"SimPy per-request model (median of {len(simpy_runs)})", f"{simpy_s:10.3f} s"),
         ("ratio SimPy / engine", f"{simpy_s / engine_s:10.1f} x"),
+        (f"engine, vLLM V1 policy (median of {len(vllm_runs)})", f"{vllm_s:10.4f} s"),
+        ("ratio SimPy / vLLM-policy engine", f"{simpy_s / vllm_s:10.1f} x"),
     ]
     if reference_s is not None:
         rows += [

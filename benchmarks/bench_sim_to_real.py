@@ -10,8 +10,8 @@ the catalog's fitted constants, and prints and writes the signed error
 ``simulated / measured − 1`` per experiment and metric (stage ``all``; the per-stage rows are in
 the JSON), with the median and worst |error| of each metric.
 
-Run: ``.venv/bin/python benchmarks/bench_sim_to_real.py [--seed S]``; writes
-``benchmarks/results/sim_to_real.json``. Seeded and deterministic.
+Run: ``.venv/bin/python benchmarks/bench_sim_to_real.py [--seed S] [--json PATH]``; writes
+``benchmarks/results/sim_to_real.json`` by default. Seeded and deterministic.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def table(rows: list[dict]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", metavar="PATH", default=str(RESULTS), help="where to write the figures")
     args = parser.parse_args()
     rows = compare(load_experiments(), seed=args.seed)
     summary = headline(rows)
@@ -48,8 +49,9 @@ def main() -> None:
     print()
     for key, value in summary.items():
         print(f"{key:32s} {value:8.3f}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps({"seed": args.seed, "summary": summary, "rows": rows}, indent=2))
+    path = Path(args.json)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"seed": args.seed, "summary": summary, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

@@ -58,14 +58,14 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
         price_usd=33_000, cloud_usd_per_gpu_hour=2.99,
         source="NVIDIA H100 SXM datasheet; Epoch AI hardware prices; neocloud list prices",
         as_of="2025-03", generation="hopper", interconnect="NVLink 4 (900 GB/s bidirectional)",
-        link_gbps=450, allreduce_latency_us=8,
+        link_gbps=450, allreduce_latency_us=28.8,
     ),
     "H200": dict(
         tflops_bf16=989, tflops_fp8=1979, memory_gb=141, memory_tbps=4.8, tdp_w=700,
         price_usd=40_000, cloud_usd_per_gpu_hour=3.79,
         source="NVIDIA H200 datasheet; Epoch AI hardware prices",
         as_of="2025-03", generation="hopper", interconnect="NVLink 4 (900 GB/s bidirectional)",
-        link_gbps=450, allreduce_latency_us=8,
+        link_gbps=450, allreduce_latency_us=28.8,
     ),
     "B200": dict(
         tflops_bf16=2250, tflops_fp8=4500, memory_gb=192, memory_tbps=8.0, tdp_w=1000,
@@ -94,13 +94,13 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
 #: Serving efficiencies per GPU generation, used by the operator iteration model
 #: (``simulator.serving.operators``): achieved share of peak for GEMMs, of HBM bandwidth for
 #: weight and KV reads, of peak for prefill attention; the fixed CPU/launch time of one
-#: iteration and the per-request front-end (HTTP/API server) latency added to TTFT.
+#: iteration and of one layer in it, and the per-request front-end (HTTP/API server) latency added to TTFT.
 #: Hopper's values are fitted by ``benchmarks/fit_serving.py`` to 13 vLLM v0.15.1 runs on H100
 #: (shared/data/vllm_h100_trainval); the other generations have no calibration data here and
 #: take Hopper's efficiencies (an assumption, stated in README "Serving fidelity").
 HOPPER_EFFICIENCY: dict[str, float] = dict(
-    gemm_efficiency=0.70, memory_efficiency=0.80, attention_efficiency=0.50,
-    overhead_s=0.004, frontend_s=0.010,
+    gemm_efficiency=0.459, memory_efficiency=0.742, attention_efficiency=0.800,
+    overhead_s=0.000516, frontend_s=0.0195, layer_overhead_s=4.76e-6,
 )
 GENERATION_EFFICIENCY: dict[str, dict[str, float]] = {
     "hopper": HOPPER_EFFICIENCY,

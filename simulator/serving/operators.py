@@ -14,7 +14,8 @@ One forward pass of a replica (vLLM flattens every scheduled token into one batc
 * **Decode attention**, one query per decoding request over its whole context, the same roofline.
 * **All-reduce**: with TP > 1, two ring all-reduces of the activations per layer,
   ``2·layers·(latency + 2·(TP−1)/TP · n·hidden·2 bytes / link bandwidth)``.
-* **Fixed CPU/launch overhead** of one iteration (scheduling, sampling, kernel launches).
+* **Fixed overhead**: per iteration (CPU scheduling, sampling, graph launch) plus per layer
+  (the floor of a layer's dozen small kernels at small batch): ``overhead_s + layers·layer_overhead_s``.
 
 Precision is per tensor: with ``dtype="fp8"`` the MLP/expert linears (and the attention
 projections unless the checkpoint keeps them 16-bit, :attr:`LlmSpec.fp8_attention`) are FP8;
@@ -59,11 +60,12 @@ class OperatorIterationModel(RooflineIterationModel):
     attention_efficiency: float | None = None
     frontend_s: float | None = None
     allreduce_latency_s: float | None = None  # default: the GPU's allreduce_latency_us
+    layer_overhead_s: float | None = None
 
     def __post_init__(self) -> None:
         for key, name in (("compute_efficiency", "gemm_efficiency"), ("memory_efficiency", "memory_efficiency"),
                           ("overhead_s", "overhead_s"), ("attention_efficiency", "attention_efficiency"),
-                          ("frontend_s", "frontend_s")):
+                          ("frontend_s", "frontend_s"), ("layer_overhead_s", "layer_overhead_s")):
             if getattr(self, key) is None:
                 object.__setattr__(self, key, _default(self.gpu, name))
         super().__post_init__()
@@ -113,7 +115,7 @@ class OperatorIterationModel(RooflineIterationModel):
         else:
             allreduce_fixed = allreduce_per_token = 0.0
         return np.array(
-            [KIND_OPERATOR, self.overhead_s, gemm_per_token, dense_read, expert_read, float(llm.experts),
+            [KIND_OPERATOR, self.overhead_s + llm.layers * self.layer_overhead_s, gemm_per_token, dense_read, expert_read, float(llm.experts),
              float(llm.top_k), attention_per_position, kv_read_per_token, allreduce_fixed, allreduce_per_token],
             dtype=np.float64,
         )

@@ -134,8 +134,10 @@ def run_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, params
             while j < n_run[r] and left > 0:
                 i = run[r, j]
                 size = min(prompt[i] + generated[i] - computed[i], left)
+                upto = computed[i] + size
                 ok = True
-                while not _grow(r, slot[i], computed[i] + size, block_size, state):
+                while (upto + block_size - 1) // block_size > n_blk[r, slot[i]] and not _grow(
+                        r, slot[i], upto, block_size, state):
                     victim = run[r, n_run[r] - 1]
                     n_run[r] -= 1
                     _release(r, slot[victim], state, slot_stack, n_slot)
@@ -152,9 +154,8 @@ def run_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, params
                         break
                 if not ok:
                     break
-                if caching:
-                    _register(r, i, slot[i], computed[i] + size, key_start, key_count, keys, block_size,
-                              registered, state)
+                if caching and registered[i] < min(upto // block_size, key_count[i]):
+                    _register(r, i, slot[i], upto, key_start, key_count, keys, block_size, registered, state)
                 sched[i] = size
                 left -= size
                 j += 1
