@@ -36,9 +36,24 @@ H200_TABLE = [
 ]
 
 
-def _offline_tokens_per_gpu(model, batch, tp, input_len, output_len):
+# TensorRT-LLM v0.9.0 on H200 and H100, FP8, the same batch and TP on both: output tokens/s per
+# GPU (NVIDIA/TensorRT-LLM docs/source/performance.md, "All data was generated using version
+# 0.9.0"). The first three are within 10% of the published H200/H100 ratio; the decode-heavy
+# others come out 12-32% above it (README, "Serving fidelity").
+H200_H100_TABLE = [
+    ("mistral-7b", 896, 1, 128, 128, 20_460, 20_404),
+    ("llama-2-7b", 896, 1, 128, 128, 20_618, 19_854),
+    ("mixtral-8x7b", 64, 2, 2048, 128, 605, 588),
+    ("llama-2-7b", 56, 1, 2048, 2048, 3_522, 2_826),
+    ("llama-2-7b", 120, 1, 128, 2048, 8_348, 6_944),
+    ("mistral-7b", 56, 1, 2048, 2048, 3_867, 3_731),
+    ("mistral-7b", 120, 1, 128, 2048, 8_950, 8_623),
+]
+
+
+def _offline_tokens_per_gpu(model, batch, tp, input_len, output_len, gpu="h200"):
     report = CliRunner().invoke(main, [
-        "serving", "--model", model, "--gpu", "h200", "--tp", str(tp), "--dtype", "fp8",
+        "serving", "--model", model, "--gpu", gpu, "--tp", str(tp), "--dtype", "fp8",
         "--max-batch", str(batch), "--input-len", str(input_len), "--output-len", str(output_len),
         "--num-requests", str(3 * batch), "--json",
     ])
@@ -57,6 +72,18 @@ def test_reproduces_the_h200_throughput_table(row):
         assert 1 / 3 <= ratio <= 3.0
     else:
         assert 1 / 1.5 <= ratio <= 1.5, ratio
+
+
+@pytest.mark.parametrize("row", H200_H100_TABLE, ids=[f"{r[0]}-b{r[1]}-tp{r[2]}-{r[3]}-{r[4]}" for r in H200_H100_TABLE])
+def test_h200_over_h100_matches_tensorrt_llm(row):
+    model, batch, tp, input_len, output_len, h200, h100 = row
+    ratio = (_offline_tokens_per_gpu(model, batch, tp, input_len, output_len, "h200")
+             / _offline_tokens_per_gpu(model, batch, tp, input_len, output_len, "h100"))
+    deviation = ratio / (h200 / h100) - 1
+    if H200_H100_TABLE.index(row) < 3:
+        assert abs(deviation) <= 0.10, deviation
+    else:
+        assert 0 < deviation <= 0.35, deviation  # more bandwidth-bound than TensorRT-LLM measured
 
 
 def test_batch_one_ttft_grows_with_prompt_length_as_prefill_compute_predicts():

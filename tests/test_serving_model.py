@@ -221,3 +221,31 @@ def test_a_budget_below_the_batch_exits_2_naming_the_flags(flag):
                                        flag, "32", "--input-len", "8", "--output-len", "8", "--num-requests", "2"])
     assert result.exit_code == 2
     assert f"{flag} (32) must be >= --max-batch (64)" in result.stderr
+
+
+def test_trace_prefix_columns_are_read(tmp_path):
+    from simulator.serving.trace import TraceError, read_trace
+
+    trace = tmp_path / "t.csv"
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,prefix_id,prefix_tokens\n"
+                     "2023-11-16 18:15:46.00,374,44,7,100\n2023-11-16 18:15:47.00,200,3,,\n")
+    loaded = read_trace(trace)
+    assert loaded.prefix_id.tolist() == [7, -1] and loaded.prefix_tokens.tolist() == [100, 0]
+    trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens,prefix_id,prefix_tokens\n"
+                     "2023-11-16 18:15:46.00,374,44,x,100\n")
+    with pytest.raises(TraceError, match="line 2: prefix_id and prefix_tokens must be whole numbers"):
+        read_trace(trace)
+
+
+def test_repeated_prompts_raise_capacity():
+    # The same workload with 10 distinct 2,000-token prompts and a 500-token shared prefix:
+    # cache hits skip most prefill, so the sustainable rate can only grow.
+    from simulator.serving.capacity import Slo, capacity_curve
+    from simulator.serving.trace import LengthMix
+
+    model = operator_model("llama-3.1-8b", "H100")
+    slo = Slo(ttft_s=0.5, tpot_s=0.05)
+    cold = capacity_curve(model, LengthMix.fixed(2000, 50), slo, 64, requests=600, warmup=100, use_cache=False)
+    mix = LengthMix(np.array([2000]), np.array([50]), "fixed", shared_prefix_tokens=500, distinct_prompts=10)
+    warm = capacity_curve(model, mix, slo, 64, requests=600, warmup=100, use_cache=False)
+    assert warm.capacity_rps > 1.2 * cold.capacity_rps

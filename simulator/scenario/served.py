@@ -38,9 +38,11 @@ class ServingSpec(Frozen):
     max_batched_tokens: Annotated[int, Field(ge=1)] | None = Field(
         default=None, description="vLLM max_num_batched_tokens per iteration (default prefill_chunk_tokens or 8192)"
     )
-    prefix_caching: bool = Field(default=True, description="Reuse cached prompt blocks (vLLM prefix caching)")
-    kv_preemption: bool = Field(
-        default=True, description="Allocate KV blocks as generated and preempt when full (False: reserve)"
+    prefix_caching: Literal["enabled", "disabled"] = Field(
+        default="enabled", description="Reuse cached prompt blocks (vLLM prefix caching)"
+    )
+    kv_preemption: Literal["enabled", "disabled"] = Field(
+        default="enabled", description="Allocate KV blocks as generated and preempt when full (disabled: reserve)"
     )
     shared_prefix_tokens: Annotated[int, Field(ge=0)] = Field(default=0, description="System prompt shared by all requests")
     distinct_prompts: Annotated[int, Field(ge=0)] = Field(default=0, description="Requests repeat this many prompts (0: all distinct)")

@@ -52,8 +52,9 @@ def _resolve_model(scenario: Scenario, index: int, model: ServedModel, base_dir:
         curve = capacity_curve(iteration, mix, slo, spec.max_batch,
                                prefill_chunk_tokens=spec.prefill_chunk_tokens,
                                requests=spec.probe_requests, seed=spec.seed,
-                               max_batched_tokens=spec.max_batched_tokens, prefix_caching=spec.prefix_caching,
-                               kv_preemption=spec.kv_preemption)
+                               max_batched_tokens=spec.max_batched_tokens,
+                               prefix_caching=spec.prefix_caching == "enabled",
+                               kv_preemption=spec.kv_preemption == "enabled")
     except (ServingConfigError, ValueError) as exc:
         raise ScenarioError(loc, str(exc)) from None
     return model.model_copy(update={
