@@ -85,10 +85,10 @@ def test_cached_attention_context_still_costs_kv_reads():
 
 
 def test_lru_eviction_under_kv_pressure():
-    # 4 blocks of 16 tokens. A (prompt id 0, 32 tokens, 1 output) caches 2 blocks and leaves at
-    # 32; B (id 1, 48 tokens) takes the 2 never-used blocks first, then evicts A's block 1... the
-    # free queue hands out the least recently freed block first: blocks 2, 3 (never used), then
-    # A's last block (freed first), so A's first block survives. C repeats A's prompt: 16 hits.
+    # 4 blocks of 16 tokens, free queue [0 1 2 3]. A (prompt id 0, 32 tokens, 1 output) takes
+    # blocks 0, 1, caches them and leaves at 32, freeing its last block first: queue [2 3 1 0].
+    # B (id 1, 48 tokens) takes 2, 3 and 1 (evicting A's second block) and leaves at 40 + 48.
+    # C repeats A's prompt: block 0 is still cached, 16 tokens hit, 16 computed -> 116.
     r = simulate_vllm([0, 40, 100], [32, 48, 32], [1, 1, 1], PER_TOKEN, max_num_seqs=8,
                       max_num_batched_tokens=64, kv_capacity_tokens=64, prompt_id=[0, 1, 0])
     assert r.first_token_s.tolist() == [32.0, 88.0, 116.0]

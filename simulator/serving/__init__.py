@@ -1,9 +1,11 @@
 """Serving: what one replica (or a few behind a router) can really serve.
 
 A request-level continuous-batching engine (:func:`simulate_replica`,
-:func:`simulate_router`) driven by an iteration-time model (:class:`LinearIterationModel`,
-:class:`RooflineIterationModel`), Azure-format traces, and SLO capacity curves that the
-fleet simulation consumes.
+:func:`simulate_router` with the contract semantics; :func:`simulate_vllm` with vLLM V1
+scheduling, prefix caching and KV preemption) driven by an iteration-time model
+(:class:`LinearIterationModel`, :class:`RooflineIterationModel`,
+:class:`OperatorIterationModel`), Azure-format traces, and SLO capacity curves that the fleet
+simulation consumes.
 """
 
 from simulator.serving.iteration import (
@@ -12,15 +14,19 @@ from simulator.serving.iteration import (
     ServingConfigError,
 )
 from simulator.serving.llm_catalog import LLM_CATALOG, LlmSpec
+from simulator.serving.operators import OperatorIterationModel
 from simulator.serving.replica import ServingResult, simulate_replica, simulate_router
+from simulator.serving.vllm import simulate_vllm
 
 __all__ = [
     "LLM_CATALOG",
     "LinearIterationModel",
     "LlmSpec",
+    "OperatorIterationModel",
     "RooflineIterationModel",
     "ServingConfigError",
     "ServingResult",
     "simulate_replica",
     "simulate_router",
+    "simulate_vllm",
 ]

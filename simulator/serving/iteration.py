@@ -18,7 +18,10 @@ file, so that numba's on-disk cache is invalidated with it):
     ``memory = (weight bytes / TP + KV bytes read / TP) / (bandwidth·memory_eff)``, and the
     tensor-parallel all-reduce costs two ring all-reduces of the activations per layer.
     The efficiencies and the overhead default to values calibrated against TensorRT-LLM's
-    published H200 throughputs (README, "Serving fidelity").
+    published H200 throughputs (an earlier calibration).
+
+The operator-class model that ``fleetcast serving`` and derived capacities use,
+:class:`simulator.serving.operators.OperatorIterationModel`, extends the roofline one.
 """
 
 from __future__ import annotations
