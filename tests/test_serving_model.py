@@ -249,3 +249,19 @@ def test_repeated_prompts_raise_capacity():
     mix = LengthMix(np.array([2000]), np.array([50]), "fixed", shared_prefix_tokens=500, distinct_prompts=10)
     warm = capacity_curve(model, mix, slo, 64, requests=600, warmup=100, use_cache=False)
     assert warm.capacity_rps > 1.2 * cold.capacity_rps
+
+
+@pytest.mark.parametrize(("line", "words"), [
+    ("      kv_preemption: yes\n", "models[0].serving.kv_preemption: expected a number or text, got true"),
+    ("      prefix_caching: sometimes\n", "models[0].serving.prefix_caching"),
+    ("      max_batched_tokens: 0\n", "models[0].serving.max_batched_tokens"),
+])
+def test_scenario_serving_options_are_checked(tmp_path, line, words):
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "scenarios" / "growth.yaml").read_text()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace("      max_batch: 128\n", "      max_batch: 128\n" + line, 1))
+    result = CliRunner().invoke(main, ["validate", str(bad)])
+    assert result.exit_code == 2, result.output
+    assert words in result.stderr
