@@ -124,7 +124,9 @@ def simulate_router(
 
     ``policy`` is ``"round_robin"`` (request k in arrival order to replica k mod R) or
     ``"least_outstanding"`` (to the replica with the fewest waiting + running requests,
-    ties to the lowest index). Other arguments as :func:`simulate_replica`.
+    ties to the lowest index). Other arguments as :func:`simulate_replica`. A model with a
+    ``frontend_s`` (the operator model) has it added to every request's TTFT and E2E: requests
+    reach the replica that much after they were sent.
     """
     arrival = np.asarray(arrival_s, dtype=np.float64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
@@ -155,8 +157,9 @@ def simulate_router(
     n = len(arrival)
     admit, first, finish = (np.full(n, np.nan) for _ in range(3))
     replica = np.zeros(n, dtype=np.int64)
+    frontend = float(getattr(model, "frontend_s", 0.0) or 0.0)
     iterations = run_batching(
-        sorted_arrival, prompt[order], output[order], model.params, int(max_batch),
+        sorted_arrival + frontend, prompt[order], output[order], model.params, int(max_batch),
         -1 if kv_capacity_tokens is None else int(kv_capacity_tokens),
         -1 if prefill_chunk_tokens is None else int(prefill_chunk_tokens),
         int(replicas), POLICIES[policy], admit, first, finish, replica,
