@@ -41,10 +41,7 @@ def roofline_model(
     llms: Mapping[str, LlmSpec] | None = None,
 ) -> RooflineIterationModel:
     """A roofline iteration model from catalog names; raise ServingConfigError when it cannot run."""
-    gpu_name, gpu_spec = resolve_gpu(gpu, gpus)
-    return RooflineIterationModel(
-        gpu_spec, resolve_llm(model, llms), tp=tp, dtype=dtype, kv_dtype=kv_dtype, gpu_name=gpu_name
-    )
+    return _from_names(RooflineIterationModel, model, gpu, tp, dtype, kv_dtype, gpus, llms)
 
 
 def operator_model(
@@ -62,8 +59,10 @@ def operator_model(
     Keyword arguments override ``compute_efficiency``, ``memory_efficiency``,
     ``attention_efficiency``, ``overhead_s`` or ``frontend_s``.
     """
+    return _from_names(OperatorIterationModel, model, gpu, tp, dtype, kv_dtype, gpus, llms, **efficiencies)
+
+
+def _from_names(kind, model, gpu, tp, dtype, kv_dtype, gpus, llms, **extra):
     gpu_name, gpu_spec = resolve_gpu(gpu, gpus)
-    return OperatorIterationModel(
-        gpu_spec, resolve_llm(model, llms), tp=tp, dtype=dtype, kv_dtype=kv_dtype, gpu_name=gpu_name,
-        **efficiencies,
-    )
+    return kind(gpu_spec, resolve_llm(model, llms), tp=tp, dtype=dtype, kv_dtype=kv_dtype, gpu_name=gpu_name,
+                **extra)
