@@ -52,7 +52,7 @@ def test_run_writes_the_contract_files(tmp_path):
     assert len(pools) == 2 * len(ts)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["paths"] == 3 and summary["seed"] == 11
-    assert set(summary["first_shortfall_time"]) == {"p10", "p50", "p90", "probability"}
+    assert set(summary["first_shortfall_time"]) >= {"p10", "p50", "p90", "probability"}
     for metric in ("cost_usd", "revenue_usd", "gross_margin_usd"):
         assert set(summary["quantiles"][metric]) == {"p10", "p50", "p90"}
         assert summary["totals"][metric] == pytest.approx(

@@ -250,11 +250,13 @@ def test_no_demand_before_launch():
 
 
 def test_first_shortfall_time_in_the_summary():
-    # Capacity 8 req/s; demand 4 req/s growing 10% a month passes 8 after log(2)/log(1.1) months.
+    # Capacity 8 req/s; demand 4 req/s growing 10% a month. A step is short once more than
+    # 0.1% of its demand d goes unserved: (d − 8) / d > 0.001, so d > 8 / 0.999, which demand
+    # passes after log(2 / 0.999) / log(1.1) months (7.7 hours after it first exceeds 8).
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "12mo", "step": "1h"})
     data["models"][0]["demand"]["growth"] = {"kind": "exponential", "rate_per_month": 0.1}
     summary = run(data).summary
-    months = np.log(2) / np.log(1.1)
+    months = np.log(2 / 0.999) / np.log(1.1)
     expected = pd.Timestamp("2026-01-01") + pd.Timedelta(seconds=months * MONTH_S)
     first = pd.Timestamp(summary["first_shortfall_time"]["p50"])
     assert abs(first - expected) <= pd.Timedelta(hours=1)
@@ -263,4 +265,9 @@ def test_first_shortfall_time_in_the_summary():
 
 def test_no_shortfall_gives_null_quantiles():
     summary = run(base_scenario()).summary
-    assert summary["first_shortfall_time"] == {"p10": None, "p50": None, "p90": None, "probability": 0.0}
+    first = summary["first_shortfall_time"]
+    assert {key: first[key] for key in ("p10", "p50", "p90", "probability")} == {
+        "p10": None, "p50": None, "p90": None, "probability": 0.0}
+    assert first["ci"] == {"p10": [None, None], "p50": [None, None], "p90": [None, None]}
+    # Wilson at 0 of 1 path, z = 1.6449: the upper end is z² / (1 + z²) = 2.7055 / 3.7055.
+    assert first["probability_ci"] == pytest.approx([0.0, 2.705543454095404 / 3.705543454095404])

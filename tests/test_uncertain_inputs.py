@@ -100,11 +100,11 @@ def test_impossible_distributions_name_the_field(value, path, words):
 
 def test_a_draw_outside_a_fields_range_is_an_input_error_on_any_executor(tmp_path):
     data = base_scenario()
-    data["fleet"]["pools"][0]["count"] = {"dist": "normal", "mean": 2, "sd": 20}
+    data["fleet"]["pools"][0]["count"] = {"dist": "normal", "mean": 1, "sd": 20}
     scenario = simulator.load_scenario(data)
     for executor in ("serial", "local"):
         with pytest.raises(simulator.ScenarioError, match=r"fleet\.pools\[0\]\.count: .*drawn for path"):
-            simulator.simulate(scenario, paths=8, executor=executor, workers=2)
+            simulator.simulate(scenario, paths=24, executor=executor, workers=2)
 
 
 def test_an_override_replaces_the_distribution_of_its_field():

@@ -101,6 +101,23 @@ class KeepPaths(click.ParamType):
         return None
 
 
+class PathCount(click.ParamType):
+    """A count of paths (at least 1), or ``auto``."""
+
+    name = "N|auto"
+
+    def convert(self, value: object, param: click.Parameter | None, ctx: click.Context | None) -> int | str | None:
+        if value is None or isinstance(value, int) and value >= 1:
+            return value
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        if text.isascii() and text.isdigit() and int(text) >= 1:
+            return int(text)
+        self.fail(f"expected a number of paths (1 or more) or 'auto', got {value!r}", param, ctx)
+        return None
+
+
 SET_HELP = "Override a scenario field before validation, e.g. --set horizon.duration=90d (repeatable)."
 
 

@@ -7,10 +7,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich import box
 from rich.table import Table
 
-from simulator.cli.app import SET_HELP, KeepPaths, cell, console, errors, main, safe_dir_name
+from simulator.cli.app import (
+    SET_HELP,
+    KeepPaths,
+    PathCount,
+    cell,
+    console,
+    errors,
+    main,
+    safe_dir_name,
+)
 from simulator.decisions.variants import VariantResults
+from simulator.runs.adaptive import DEFAULT_MAX_PATHS
 from simulator.runs.results import DEFAULT_KEEP_PATHS
 
 
@@ -37,7 +48,14 @@ def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Run directory (default outputs/<scenario name>/).")
-@click.option("--paths", type=click.IntRange(min=1), help="Monte Carlo paths (default: the scenario's).")
+@click.option("--paths", type=PathCount(), help="Monte Carlo paths (default: the scenario's), or 'auto': add paths "
+              "in batches until --precision is met.")
+@click.option("--precision", "precision", multiple=True, metavar="FIGURE=HALF_WIDTH",
+              help="With --paths auto: the largest 90%-interval half-width of a figure, e.g. "
+              "shortfall_probability=0.02, gross_margin_pct_p50=1, cost_usd_mean=1% (repeatable; "
+              "default shortfall_probability=0.02 and gross_margin_pct_p50=1).")
+@click.option("--max-paths", type=click.IntRange(min=1), default=DEFAULT_MAX_PATHS, show_default=True,
+              help="With --paths auto: stop adding paths here, met or not.")
 @click.option("--seed", type=click.IntRange(min=0), help="Root seed (default: the scenario's).")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes (default: CPU count).")
 @click.option("--scheduler", metavar="ADDR", help="Run paths on a Dask cluster, e.g. tcp://10.0.0.5:8786.")
@@ -50,7 +68,9 @@ def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
 def run(
     scenario: Path,
     out: Path | None,
-    paths: int | None,
+    paths: int | str | None,
+    precision: tuple[str, ...],
+    max_paths: int,
     seed: int | None,
     workers: int | None,
     scheduler: str | None,
@@ -62,15 +82,19 @@ def run(
     """Simulate SCENARIO and write its run directory."""
     from simulator.decisions.runner import run_scenario
     from simulator.output import check_output_directory
-    from simulator.report.headline import headline
+    from simulator.report.headline import auto_paths_note, headline, period_rows
+    from simulator.runs.adaptive import Precision, PrecisionError, parse_targets
     from simulator.serving.resolve import load_scenario
 
+    if (precision or max_paths != DEFAULT_MAX_PATHS) and paths != "auto":
+        raise PrecisionError("--precision and --max-paths need --paths auto")
+    targets = Precision(parse_targets(list(precision)), max_paths=max_paths) if paths == "auto" else None
     resolved = load_scenario(scenario, overrides)
     directory = out or Path("outputs") / safe_dir_name(resolved.name)
     check_output_directory(directory)
     results = run_scenario(
         resolved, paths=paths, seed=seed, workers=workers, scheduler=scheduler, keep_paths=keep_paths,
-        show_progress=not quiet,
+        show_progress=not quiet, precision=targets,
     )
     results.save(directory, report=not no_report)
     if quiet:
@@ -84,6 +108,19 @@ def run(
         for label, text in headline(summary):
             table.add_row(label, text)
         console.print(table)
+        years = period_rows(summary, "year")
+        if years:
+            by_year = Table(title="By year: P50 over paths [90% interval]; GPU-hours short: mean",
+                            title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
+                            collapse_padding=True)
+            for column in years[0]:
+                by_year.add_column(column, justify="left" if column == "year" else "right", no_wrap=True)
+            for row in years:
+                by_year.add_row(*row.values())
+            console.print(by_year)
+        note = auto_paths_note(summary)
+        if note:
+            console.print(note, markup=False, highlight=False)
         kept = summary["kept_paths"]
         if kept < summary["paths"]:
             which = f"paths 0–{kept - 1}" if kept else "no path"

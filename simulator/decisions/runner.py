@@ -9,6 +9,7 @@ local process pool.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 from rich.progress import (
     BarColumn,
@@ -19,6 +20,7 @@ from rich.progress import (
 )
 
 from simulator.decisions.variants import VariantResults, variant_scenarios
+from simulator.runs.adaptive import Precision
 from simulator.runs.cluster import dask_executor
 from simulator.runs.montecarlo import simulate
 from simulator.runs.results import DEFAULT_KEEP_PATHS, Results
@@ -34,15 +36,17 @@ def run_scenario(
     scheduler: str | None = None,
     keep_paths: int | None = DEFAULT_KEEP_PATHS,
     show_progress: bool = True,
+    precision: Precision | None = None,
 ) -> Results | VariantResults:
     """Simulate (every variant, when the scenario has some) with a progress bar on stderr."""
     if scenario.variants:
         return VariantResults({
             name: run_scenario(variant, paths=paths, seed=seed, workers=workers, scheduler=scheduler,
-                               keep_paths=keep_paths, show_progress=show_progress)
+                               keep_paths=keep_paths, show_progress=show_progress,
+                               precision=None if precision is None else replace(precision, batches=[]))
             for name, variant in variant_scenarios(scenario).items()
         }, scenario)
-    n_paths = paths or scenario.paths
+    n_paths = precision.max_paths if precision is not None else paths or scenario.paths
     progress = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -61,5 +65,6 @@ def run_scenario(
             executor=executor,
             workers=workers,
             keep_paths=keep_paths,
-            progress=lambda done, total: progress.update(task, completed=done),
+            precision=precision,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
         )

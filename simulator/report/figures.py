@@ -123,11 +123,37 @@ def demand_capacity(run: RunData) -> Figure:
 
 
 def shortfall_slo(run: RunData) -> Figure:
-    fig, (top, bottom) = _figure(2)
-    fan(top, daily(run.band("shortfall_gpus"), "max"), PALETTE[1], "shortfall")
-    top.set_ylabel("GPUs short")
-    top.set_title("Capacity shortfall and SLO attainment")
+    """How likely a shortfall is and how deep: the share of paths short in each month (bars,
+    with their interval) and at each step (line); the GPUs short, mean and P90 over paths;
+    the share of requests served within the SLO."""
+    fig, (top, middle, bottom) = _figure(3, 2.6)
+    months = run.summary.get("periods", {}).get("month", [])
+    if months:
+        starts = pd.to_datetime([entry["start"] for entry in months])
+        ends = starts[1:].append(pd.DatetimeIndex([starts[-1] + pd.DateOffset(months=1)]))
+        share = np.array([100 * entry["p_short"]["value"] for entry in months])
+        low, high = (np.array([100 * (entry["p_short"]["ci"][i] if entry["p_short"]["ci"][i] is not None
+                                      else entry["p_short"]["value"]) for entry in months]) for i in (0, 1))
+        top.bar(starts, share, width=(ends - starts).days * 0.9, align="edge", color=PALETTE[1], alpha=0.35,
+                label="short at some time in the month")
+        top.errorbar(starts + (ends - starts) / 2, share, yerr=[share - low, high - share], fmt="none",
+                     ecolor=PALETTE[1], elinewidth=0.8, capsize=2, label="90% interval (Monte Carlo)")
+    if "short" in set(run.bands["metric"]):
+        step = daily(run.band("short"), "max")
+        top.plot(step["time"], 100 * step["mean"], color=PALETTE[1], linewidth=0.9, drawstyle="steps-post",
+                 label="short at that time" + (" (the day's peak)" if is_daily(run) else ""))
+    top.set_ylim(0, 105)
+    top.yaxis.set_major_formatter(PercentFormatter())
+    top.set_ylabel("paths short")
+    top.set_title("Probability of a material shortfall, GPUs short and SLO attainment")
     top.legend(loc="upper left", fontsize=8)
+    short = daily(run.band("shortfall_gpus"), "max")
+    middle.fill_between(short["time"], 0, short["p90"], step="post", color=PALETTE[1], alpha=0.2, linewidth=0,
+                        label="P90 over paths")
+    middle.plot(short["time"], short["mean"], color=PALETTE[1], linewidth=1.1, drawstyle="steps-post",
+                label="expected (mean over paths)")
+    middle.set_ylabel("GPUs short")
+    middle.legend(loc="upper left", fontsize=8)
     fan(bottom, daily(run.band("slo_attainment"), "min"), PALETTE[2], "SLO attainment", scale=100.0)
     bottom.yaxis.set_major_formatter(PercentFormatter())
     bottom.set_ylabel("requests within SLO")
@@ -233,8 +259,9 @@ def run_figures(run: RunData) -> dict[str, tuple[str, Figure]]:
     charts = {
         "demand_capacity": ("Demand and the GPUs it needs against the GPUs available, P10–P90 over paths." + per_day,
                             demand_capacity(run)),
-        "shortfall_slo": ("GPUs short of demand, and the share of requests served within the SLO." + per_day,
-                          shortfall_slo(run)),
+        "shortfall_slo": ("The share of paths with a material shortfall (as the scenario's shortfall settings "
+                          "define it) in each month and at each time; the GPUs short, expected and P90; and the "
+                          "share of requests served within the SLO." + per_day, shortfall_slo(run)),
         "gpus_by_use": ("Installed GPUs by use (means over paths, which add up).", gpus_by_use(run)),
         "cost_stack": ("Monthly cost by component (mean over paths); training compute is R&D, below gross margin.",
                        cost_stack(run)),

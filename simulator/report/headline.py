@@ -4,6 +4,7 @@ report shows first, and the columns that compare variants and sweep points.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -25,36 +26,134 @@ COMPARED = (
 
 
 def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The few figures ``fleetcast run`` prints, as (label, text) rows."""
+    """The few figures ``fleetcast run`` prints, as (label, text) rows; each quantile and
+    probability with its 90% Monte Carlo interval in brackets where the summary has one."""
     first = summary["first_shortfall_time"]
     q = summary["quantiles"]
+    ci = summary.get("quantiles_ci", {})
 
     def when(value: str | None) -> str:
         return "none" if value is None else value[:10]
 
     def money(name: str) -> str:
         band = q[name]
-        return f"${band['p50']:,.0f}  (P10 ${band['p10']:,.0f} – P90 ${band['p90']:,.0f})"
+        return (f"{money_text(band['p50'])}{_interval(ci.get(name, {}).get('p50'), money_text)}  "
+                f"(P10 {money_text(band['p10'])} – P90 {money_text(band['p90'])})")
 
     if first["probability"] == 0:
         shortfall = "none in any path"
     else:
         shortfall = f"P10 {when(first['p10'])} · P50 {when(first['p50'])} · P90 {when(first['p90'])}"
     margin = q["gross_margin_pct"]
+    pooled = summary["totals"].get("gross_margin_pct")
     margin_text = (
         "n/a (no revenue)"
         if margin["p50"] is None
-        else f"{margin['p50']:.1f}%  (P10 {margin['p10']:.1f}% – P90 {margin['p90']:.1f}%)"
+        else f"{margin['p50']:.1f}%{_interval(ci.get('gross_margin_pct', {}).get('p50'), lambda v: f'{v:.1f}')}  "
+             f"(P10 {margin['p10']:.1f}% – P90 {margin['p90']:.1f}%"
+             + ("" if pooled is None else f"; all paths {pooled:.1f}%") + ")"
     )
-    return [
+    short = f"{first['probability']:.0%}{_interval(first.get('probability_ci'), lambda v: f'{100 * v:.0f}')}"
+    definition = summary.get("shortfall_definition")
+    if definition:
+        short += f"  (more than {100 * definition['min_unserved_share']:g}% of a model's demand unserved"
+        if definition.get("min_slo_attainment") is not None:
+            short += f", or under {100 * definition['min_slo_attainment']:g}% within the SLO"
+        short += ")"
+    rows = [
         ("First shortfall", shortfall),
-        ("Paths running short", f"{first['probability']:.0%}"),
-        ("Demand served", f"{q['share_served']['p50']:.2%}  (P10 {q['share_served']['p10']:.2%})"),
+        ("Paths running short", short),
+    ]
+    hours = q.get("shortfall_hours")
+    if hours and first["probability"] > 0:
+        gpu_hours = q["gpu_hours_short"]
+        rows.append(("Hours short", f"P50 {hours['p50']:,.0f} h · P90 {hours['p90']:,.0f} h  "
+                                    f"(GPU-hours short P50 {gpu_hours['p50']:,.0f} · P90 {gpu_hours['p90']:,.0f})"))
+    served = summary["totals"].get("share_served")
+    rows += [
+        ("Demand served", f"{q['share_served']['p50']:.2%}  (P10 {q['share_served']['p10']:.2%}"
+                          + ("" if served is None else f"; all paths {served:.2%}") + ")"),
         ("GPU utilization", f"{q['utilization_mean']['p50']:.1%}"),
         ("Total cost", money("cost_usd")),
         ("Revenue", money("revenue_usd")),
         ("Gross margin", margin_text),
     ]
+    return rows
+
+
+def _interval(pair: list[float | None] | None, show: Callable[[float], str], sep: str = ", ") -> str:
+    """`` [lo, hi]`` (a missing side as ``…``: too few paths to bound it); empty without one."""
+    if not pair:
+        return ""
+    return " [" + sep.join("…" if v is None else show(v) for v in pair) + "]"
+
+
+def money_text(value: float | None) -> str:
+    """Dollars in the unit a reader takes in at a glance: $12.3M, $450k, $80."""
+    if value is None:
+        return "—"
+    size = abs(value)
+    if size >= 1e9:
+        return f"${value / 1e9:,.2f}B"
+    if size >= 1e6:
+        return f"${value / 1e6:,.2f}M"
+    if size >= 1e4:
+        return f"${value / 1e3:,.0f}k"
+    return f"${value:,.0f}"
+
+
+def _millions(value: float) -> str:
+    return f"{value / 1e6:,.2f}"
+
+
+def period_rows(summary: dict[str, Any], period: str = "year") -> list[dict[str, str]]:
+    """One row of text per calendar period (``year``, ``quarter``, ``month``): P(short) and
+    its interval, mean GPU-hours short, P50 revenue and gross margin, and P50 margin % with
+    its interval (the summary holds every interval)."""
+    rows = []
+    for entry in summary.get("periods", {}).get(period, []):
+        start = entry["start"][:4] if period == "year" else entry["start"][:7]
+        p_short = entry["p_short"]
+        hours = entry["hours"]
+        part = "" if hours >= _FULL_HOURS[period] else (f" ({hours / 24:,.0f} d)" if hours >= 24 else f" ({hours:g} h)")
+        rows.append({
+            period: start + part,
+            "P(short) %": f"{100 * p_short['value']:.0f}" + _interval(p_short["ci"], lambda v: f"{100 * v:.0f}", "–"),
+            "GPU-h short": _plain(entry["gpu_hours_short"]["mean"]["value"]),
+            "revenue $M": _median(entry["revenue_usd"], _millions, interval=False),
+            "margin $M": _median(entry["gross_margin_usd"], _millions, interval=False),
+            "margin %": _median(entry["gross_margin_pct"], lambda v: f"{v:.1f}", "–"),
+        })
+    return rows
+
+
+_FULL_HOURS = {"year": 365 * 24, "quarter": 90 * 24, "month": 28 * 24}
+
+
+def _median(figure: dict[str, Any], show: Callable[[float], str], sep: str = ", ", interval: bool = True) -> str:
+    p50 = figure["p50"]
+    if p50["value"] is None:
+        return "—"
+    return show(p50["value"]) + (_interval(p50["ci"], show, sep) if interval else "")
+
+
+def _plain(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.0f}"
+
+
+def auto_paths_note(summary: dict[str, Any]) -> str | None:
+    """What ``--paths auto`` reached: met at N paths, or the cap and what is still short."""
+    auto = summary.get("paths_auto")
+    if not auto:
+        return None
+    reached = ", ".join(f"{name} ±{entry['half_width']:.3g} (asked ±{entry['target_half_width']:.3g})"
+                        if entry["half_width"] is not None else f"{name} unbounded"
+                        for name, entry in auto["targets"].items())
+    batches = " → ".join(f"{n:,}" for n in auto["batches"])
+    if auto["met"]:
+        return f"--paths auto: precision met at {summary['paths']:,} paths ({batches}): {reached}"
+    return (f"--paths auto: stopped at the cap of {auto['max_paths']:,} paths ({batches}) before the precision "
+            f"was met: {reached}")
 
 
 def headline_figures(summaries: dict[str, dict[str, Any]]) -> pd.DataFrame:

@@ -30,6 +30,7 @@ from simulator.report.tables import (
     headline_table,
     key_findings,
     pnl_table,
+    years_table,
 )
 
 _TEMPLATES = Path(__file__).with_name("templates")
@@ -99,6 +100,7 @@ def render_report(directory: str | Path, *, variants: bool = True) -> Path:
     tables = {
         "headline": headline_table(run.summary),
         "pnl": pnl_table(run.pnl),
+        "years": years_table(run.summary),
         "comparison": comparison_table(run.comparison) if run.comparison is not None else None,
         "assumptions": assumptions_table(run.scenario),
     }
@@ -111,6 +113,7 @@ def render_report(directory: str | Path, *, variants: bool = True) -> Path:
         tables=tables,
         expected_tables=sum(table is not None for table in tables.values()),
         resolved_yaml=run.resolved_yaml,
+        paths=f"{run.summary.get('paths', 0):,}",
     )
     write_report_files(run.directory, html, charts)
     if variants:

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 
 from simulator.path.tables import COST_COMPONENTS
-from simulator.report.headline import headline
+from simulator.report.headline import headline, period_rows
 from simulator.scenario.served import ServedModel
 
 #: The contract's cost components (``simulator.path.tables.COST_COMPONENTS``) as a reader names them.
@@ -55,7 +55,11 @@ def headline_table(summary: dict[str, Any]) -> dict[str, Any]:
 
 def pnl_table(pnl: pd.DataFrame) -> dict[str, Any]:
     grouped = pnl.groupby("month")
-    means = grouped[list(PNL_COLUMNS)].mean()
+    means = grouped[[c for c in PNL_COLUMNS if c != "gross_margin_pct"]].mean()
+    # The margin of the mean month is the ratio of the means (weighted by revenue), not the
+    # mean of each path's ratio.
+    means["gross_margin_pct"] = 100.0 * means["gross_margin_usd"] / means["revenue_usd"].where(means["revenue_usd"] > 0)
+    means = means[list(PNL_COLUMNS)]
     margin_p10 = grouped["gross_margin_usd"].quantile(0.10)
     rows = []
     for month, row in means.iterrows():
@@ -67,6 +71,14 @@ def pnl_table(pnl: pd.DataFrame) -> dict[str, Any]:
     columns = ["Month", *PNL_COLUMNS.values()]
     columns.insert(4, "Gross margin P10")
     return _table(columns, rows)
+
+
+def years_table(summary: dict[str, Any]) -> dict[str, Any] | None:
+    """The run's figures per calendar year (None for a run without periods)."""
+    rows = period_rows(summary, "year")
+    if not rows:
+        return None
+    return _table(list(rows[0]), [[_cell(text) for text in row.values()] for row in rows])
 
 
 def comparison_table(comparison: pd.DataFrame) -> dict[str, Any]:

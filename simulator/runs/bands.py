@@ -36,6 +36,7 @@ BAND_COLUMNS = (
     "utilization",
     "slo_attainment",
     "shortfall_gpus",
+    "short",
     "gpus_needed",
     "cost_usd",
     "cogs_usd",
@@ -52,7 +53,8 @@ IN_MEMORY_BYTES = 256 * 2**20
 
 def path_series(timeseries: pd.DataFrame) -> np.ndarray:
     """One path's band series: float32, shape (columns, steps). ``gpus_needed`` is the GPUs
-    serving inference plus the shortfall: what demand asked for."""
+    serving inference plus the shortfall: what demand asked for; ``short`` is 1 in a step of
+    material shortfall (its mean over paths is the probability of being short then)."""
     frame = timeseries.assign(gpus_needed=timeseries["gpus_inference"] + timeseries["shortfall_gpus"])
     return np.ascontiguousarray(frame[list(BAND_COLUMNS)].to_numpy(dtype=np.float32).T)
 
@@ -131,25 +133,22 @@ class BandStore:
 
     def bands(self, times: pd.DatetimeIndex) -> pd.DataFrame:
         """One row per (step, column): ``time, metric, mean, p5, p10, p50, p90, p95``."""
+        return combined_bands([self], times)
+
+    def check_complete(self) -> None:
         if not self.added.all():
             missing = np.flatnonzero(~self.added)
             raise RuntimeError(f"band store is missing {len(missing)} paths (first: {missing[0]})")
-        out = np.empty((len(BAND_QUANTILES) + 1, self.n_steps, self.n_columns))
-        for block in range(self._n_blocks):
-            start = block * self.block_steps
-            stop = min(self.n_steps, start + self.block_steps)
-            values = self._read(block, stop - start).reshape(self.n_paths, -1)
-            out[0, start:stop] = values.mean(axis=0, dtype=np.float64).reshape(stop - start, -1)
-            out[1:, start:stop] = linear_quantiles(values, list(BAND_QUANTILES.values())).reshape(
-                len(BAND_QUANTILES), stop - start, -1)
-        frame = pd.DataFrame({
-            "time": np.repeat(times.values, self.n_columns),
-            "metric": pd.Categorical.from_codes(np.tile(np.arange(self.n_columns), self.n_steps),
-                                                categories=list(BAND_COLUMNS)),
-        })
-        for index, name in enumerate(("mean", *BAND_QUANTILES)):
-            frame[name] = out[index].reshape(-1)
-        return frame
+
+    def read_steps(self, start: int, stop: int) -> np.ndarray:
+        """Every path's values of steps ``[start, stop)``: (paths, stop − start, metrics)."""
+        first, last = start // self.block_steps, (stop - 1) // self.block_steps
+        parts = []
+        for block in range(first, last + 1):
+            base = block * self.block_steps
+            values = self._read(block, min(self.block_steps, self.n_steps - base))
+            parts.append(values[:, max(start, base) - base:min(stop, base + self.block_steps) - base])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
     def _read(self, block: int, length: int) -> np.ndarray:
         """Every path's values of one block of steps: (paths, length, metrics)."""
@@ -183,3 +182,27 @@ class BandStore:
 
     def __del__(self) -> None:
         self.close()
+
+
+def combined_bands(stores: list[BandStore], times: pd.DatetimeIndex, block_bytes: int = 32 * 2**20) -> pd.DataFrame:
+    """The bands over the paths of several stores (a run that added paths in batches): one
+    row per (step, column), ``time, metric, mean, p5, p10, p50, p90, p95``."""
+    for store in stores:
+        store.check_complete()
+    n_paths, n_steps, n_columns = sum(s.n_paths for s in stores), stores[0].n_steps, len(BAND_COLUMNS)
+    span = stores[0].block_steps if len(stores) == 1 else max(1, min(n_steps, block_bytes // (4 * n_paths * n_columns)))
+    out = np.empty((len(BAND_QUANTILES) + 1, n_steps, n_columns))
+    for start in range(0, n_steps, span):
+        stop = min(n_steps, start + span)
+        parts = [store.read_steps(start, stop) for store in stores]
+        values = (parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)).reshape(n_paths, -1)
+        out[0, start:stop] = values.mean(axis=0, dtype=np.float64).reshape(stop - start, -1)
+        out[1:, start:stop] = linear_quantiles(values, list(BAND_QUANTILES.values())).reshape(
+            len(BAND_QUANTILES), stop - start, -1)
+    frame = pd.DataFrame({
+        "time": np.repeat(times.values, n_columns),
+        "metric": pd.Categorical.from_codes(np.tile(np.arange(n_columns), n_steps), categories=list(BAND_COLUMNS)),
+    })
+    for index, name in enumerate(("mean", *BAND_QUANTILES)):
+        frame[name] = out[index].reshape(-1)
+    return frame

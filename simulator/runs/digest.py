@@ -21,6 +21,8 @@ from simulator.path.compiled import CompiledScenario
 from simulator.path.engine import PathResult
 from simulator.path.tables import jobs_table, models_table, pools_table, timeseries_table
 from simulator.runs.bands import path_series
+from simulator.runs.periods import path_periods
+from simulator.runs.shortfall import short_steps
 from simulator.runs.summary import path_totals
 from simulator.scenario import Scenario
 
@@ -60,13 +62,14 @@ class PathDigest:
     series: np.ndarray
     training: TrainingDigest | None
     inputs: dict[str, float]
+    periods: pd.DataFrame | None = None
     tables: PathTables | None = None
 
 
 def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool) -> PathDigest:
     """Tabulate one path and reduce it; the full tables travel only when ``keep``."""
     times = scenario.horizon.times()
-    timeseries = timeseries_table([result], times, plan)
+    timeseries = path_timeseries(result, scenario, plan)
     jobs = jobs_table([result], scenario.horizon.start, plan)
     totals = path_totals(timeseries, scenario.horizon.step_s).iloc[0].to_dict()
     tables = None
@@ -79,8 +82,17 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         series=path_series(timeseries),
         training=training_digest(jobs, {job.name for job in scenario.training.jobs}),
         inputs=result.inputs,
+        periods=path_periods(timeseries, scenario.horizon.step_s),
         tables=tables,
     )
+
+
+def path_timeseries(result: PathResult, scenario: Scenario, plan: CompiledScenario) -> pd.DataFrame:
+    """The path's ``timeseries`` table with its ``short`` column: the steps of a material
+    shortfall (:mod:`simulator.runs.shortfall`)."""
+    timeseries = timeseries_table([result], scenario.horizon.times(), plan)
+    timeseries["short"] = short_steps(result.model_out, scenario.shortfall, scenario.horizon.step_s)
+    return timeseries
 
 
 def training_digest(jobs: pd.DataFrame, named: set[str]) -> TrainingDigest | None:

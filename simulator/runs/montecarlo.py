@@ -6,12 +6,14 @@ paths, never on the executor or the number of workers. Paths run in this process
 ``workers`` is 1 (or there is one path), else on a local process pool or any
 ``concurrent.futures`` executor (a Dask cluster's among them).
 
-A scenario with uncertain inputs is compiled once per path, with that path's draws (from
-its own ``STREAM_INPUTS`` stream, so they do not disturb any other draw of the path).
+A scenario with uncertain inputs is compiled once per path, with that path's draws (each
+input from its own ``STREAM_INPUTS`` stream keyed by its field path, so they disturb neither
+each other nor any other draw of the path).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import warnings
@@ -22,7 +24,8 @@ from typing import Any
 from simulator.errors import RunFailedError
 from simulator.path.compiled import CompiledScenario, compile_scenario
 from simulator.path.engine import run_path
-from simulator.path.streams import STREAM_INPUTS, path_generator
+from simulator.path.streams import STREAM_INPUTS, path_generator, stream_key
+from simulator.runs.adaptive import Precision, next_total, parse_targets, status
 from simulator.runs.digest import PathDigest, digest_path
 from simulator.runs.resources import check_resources, estimate_run, memory_limit_bytes
 from simulator.runs.results import DEFAULT_KEEP_PATHS, Results, RunAggregator, kept_count
@@ -38,18 +41,20 @@ class FleetcastNote(UserWarning):
 
 def simulate(
     scenario: Scenario | str | os.PathLike[str] | dict[str, Any],
-    paths: int | None = None,
+    paths: int | str | None = None,
     seed: int | None = None,
     executor: str | Executor | None = None,
     workers: int | None = None,
     progress: ProgressCallback | None = None,
     keep_paths: int | None = DEFAULT_KEEP_PATHS,
+    precision: Precision | None = None,
 ) -> Results:
     """Simulate a scenario over Monte Carlo paths.
 
     Args:
         scenario: a Scenario, or anything :func:`simulator.load_scenario` accepts.
-        paths: number of paths (default: the scenario's ``paths``).
+        paths: number of paths (default: the scenario's ``paths``), or ``"auto"``: add paths
+            in batches until ``precision`` is met (:mod:`simulator.runs.adaptive`).
         seed: root seed (default: the scenario's ``seed``).
         executor: ``"serial"``, ``"local"`` (a process pool, the default when more than one
             path and worker), a ``concurrent.futures.Executor`` to submit paths to, or a Dask
@@ -59,9 +64,15 @@ def simulate(
         keep_paths: how many paths (the first ones) keep their full series in
             ``timeseries``, ``pools``, ``models`` and ``jobs``; ``None`` keeps all. Bands,
             P&L, inputs and the summary always cover every path.
+        precision: the targets of an auto run (default: :data:`~simulator.runs.adaptive.
+            DEFAULT_TARGETS`, up to 5,000 paths); giving it makes the run auto.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
+    if paths == "auto" and precision is None:
+        precision = Precision(parse_targets(None))
+    if precision is not None:
+        paths = min(max(precision.first, scenario.paths), precision.max_paths)
     update: dict[str, int] = {}
     if paths is not None:
         update["paths"] = int(paths)
@@ -71,24 +82,49 @@ def simulate(
         scenario = load_scenario(scenario, update)
     if not (_is_dask_client(executor) or isinstance(executor, Executor) or executor in (None, "serial", "local")):
         raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
-    kept = kept_count(scenario.paths, keep_paths)
-    local = _local_workers(executor, workers, scenario.paths)
-    processes = check_resources(scenario, scenario.paths, kept, local).workers
+    most = precision.max_paths if precision is not None else scenario.paths
+    kept = kept_count(most, keep_paths)
+    local = _local_workers(executor, workers, most)
+    processes = check_resources(scenario, most, kept, local).workers
     if processes < local:
         warnings.warn(FleetcastNote(
             f"running on {processes or 1} process{'es' if processes > 1 else ''} instead of {local}: {local} would "
-            f"need about {estimate_run(scenario, scenario.paths, kept, local).memory_bytes / 1e9:,.1f} GB, more "
+            f"need about {estimate_run(scenario, most, kept, local).memory_bytes / 1e9:,.1f} GB, more "
             f"than the {memory_limit_bytes() / 1e9:,.1f} GB available"), stacklevel=2)
     plan = compile_scenario(scenario)
     task = PathTask(scenario, plan, kept)
     aggregator = RunAggregator(scenario, scenario.paths, keep_paths)
+    auto: dict[str, Any] | None = None
     try:
-        for digest in _run_paths(task, scenario.seed, scenario.paths, executor, processes, progress):
-            aggregator.add(digest)
+        with path_runner(task, scenario.seed, executor, processes) as run:
+            done, total = 0, scenario.paths
+            while True:
+                for digest in run(range(done, total)):
+                    aggregator.add(digest)
+                    done += 1
+                    if progress:
+                        progress(done, total)
+                if precision is None:
+                    break
+                state = status(aggregator.path_totals(), precision.targets)
+                precision.batches.append(total)
+                met = all(entry["met"] for entry in state.values())
+                auto = {"met": met, "max_paths": precision.max_paths, "batches": list(precision.batches),
+                        "targets": state}
+                if met or total >= precision.max_paths:
+                    break
+                more = next_total(total, state, precision.max_paths) - total
+                aggregator.extend(more, keep_paths)
+                total += more
     except BaseException:
         aggregator.close()
         raise
-    return aggregator.finish()
+    if auto is not None:
+        aggregator.scenario = scenario.model_copy(update={"paths": aggregator.n_paths})
+    results = aggregator.finish()
+    if auto is not None:
+        results.summary["paths_auto"] = auto
+    return results
 
 
 def _local_workers(executor: object, workers: int | None, n_paths: int) -> int:
@@ -127,14 +163,23 @@ class PathTask:
 
 
 def draw_inputs(data: dict[str, Any], seed: int, path: int) -> tuple[dict[str, Any], dict[str, float]]:
-    """The scenario data of one path, its uncertain fields drawn; and the values drawn."""
+    """The scenario data of one path, its uncertain fields drawn; and the values drawn.
+
+    Each input key (a field path, or a draw several fields share) takes its normal score from
+    its own stream ``(path, STREAM_INPUTS, crc32(key))``; correlated keys are then mixed.
+    """
     from simulator.scenario import Scenario
-    from simulator.scenario.uncertain import apply_draws
+    from simulator.scenario.correlation import Correlation, copula_factor, mix
+    from simulator.scenario.uncertain import apply_draws, input_keys
 
     uncertain = data["uncertain"]
-    base = {key: value for key, value in data.items() if key != "uncertain"}
-    rng = path_generator(seed, path, STREAM_INPUTS, 0)
-    return apply_draws(base, uncertain, rng, Scenario)
+    base = {key: value for key, value in data.items() if key not in ("uncertain", "correlations")}
+    keys = input_keys(uncertain)
+    scores = {key: float(path_generator(seed, path, STREAM_INPUTS, stream_key(key)).standard_normal())
+              for key in sorted(set(keys.values()))}
+    correlations = [Correlation.model_validate(entry) for entry in data.get("correlations") or ()]
+    scores = mix(scores, copula_factor(correlations, keys))
+    return apply_draws(base, uncertain, scores, Scenario)
 
 
 def _run_paths(
@@ -147,16 +192,25 @@ def _run_paths(
 ) -> Iterator[PathDigest]:
     """Each path's digest, in the order paths finish (each one is let go once yielded): on a
     Dask cluster, on a given Executor, else on a local pool of ``processes`` (0: here)."""
+    with path_runner(task, seed, executor, processes) as run:
+        yield from _counted(run(range(n_paths)), n_paths, progress)
+
+
+@contextlib.contextmanager
+def path_runner(task: Callable[[int, int], Any], seed: int, executor: str | Executor | None,
+                processes: int) -> Iterator[Callable[[range], Iterator[Any]]]:
+    """A function that runs a range of paths and yields their results as they finish, on one
+    set of workers for as many ranges as asked (a local pool starts once)."""
     if _is_dask_client(executor):
-        yield from _counted(_collect_dask(executor, task, seed, n_paths), n_paths, progress)
+        yield lambda paths: _collect_dask(executor, task, seed, paths)
     elif isinstance(executor, Executor):
-        yield from _counted(_collect(executor, task, seed, n_paths, _call_task), n_paths, progress)
+        yield lambda paths: _collect(executor, task, seed, paths, _call_task)
     elif processes == 0:
-        yield from _counted((task(seed, path) for path in range(n_paths)), n_paths, progress)
+        yield lambda paths: (task(seed, path) for path in paths)
     else:
         # The task travels once to each worker (not once per path).
         with ProcessPoolExecutor(max_workers=processes, initializer=_start_worker, initargs=(task,)) as pool:
-            yield from _counted(_collect(pool, None, seed, n_paths, _call_installed), n_paths, progress)
+            yield lambda paths: _collect(pool, None, seed, paths, _call_installed)
 
 
 def _counted(digests: Iterator[PathDigest], n_paths: int, progress: ProgressCallback | None) -> Iterator[PathDigest]:
@@ -189,13 +243,13 @@ def _is_dask_client(executor: object) -> bool:
     return type(executor).__module__.startswith("distributed") and hasattr(executor, "gather")
 
 
-def _collect_dask(client: Any, task: PathTask, seed: int, n_paths: int) -> Iterator[PathDigest]:
+def _collect_dask(client: Any, task: PathTask, seed: int, paths: range) -> Iterator[PathDigest]:
     """Run paths as Dask tasks (the scheduler reruns a task whose worker died); each result is
     released on the cluster as soon as it is here."""
     from distributed import as_completed as dask_completed
 
     pending = {}
-    for path in range(n_paths):
+    for path in paths:
         future = client.submit(task, seed, path, pure=False, key=f"fleetcast-path-{path}-{id(task)}")
         pending[future.key] = future
     finished = dask_completed(list(pending.values()), loop=client.loop)
@@ -219,9 +273,9 @@ def _collect_dask(client: Any, task: PathTask, seed: int, n_paths: int) -> Itera
         finished.clear()
 
 
-def _collect(executor: Executor, task: PathTask | None, seed: int, n_paths: int,
+def _collect(executor: Executor, task: PathTask | None, seed: int, paths: range,
              call: Callable[..., PathDigest]) -> Iterator[PathDigest]:
-    pending = {executor.submit(call, task, seed, path) for path in range(n_paths)}
+    pending = {executor.submit(call, task, seed, path) for path in paths}
     try:
         for future in as_completed(pending):
             pending.discard(future)  # as_completed lets go of it too: its digest is freed once used

@@ -23,9 +23,15 @@ import numpy as np
 import pandas as pd
 
 from simulator.output import staged_directory, write_run_files
-from simulator.runs.bands import BandStore
+from simulator.runs.bands import BandStore, combined_bands
 from simulator.runs.digest import PathDigest, TrainingDigest
-from simulator.runs.summary import input_quantiles, summarize, training_summary
+from simulator.runs.periods import summarize_periods
+from simulator.runs.summary import (
+    input_quantiles,
+    input_rank_correlations,
+    summarize,
+    training_summary,
+)
 from simulator.scenario import Scenario, dump_scenario
 
 #: Paths whose full series a run keeps unless told otherwise (``--keep-paths``).
@@ -46,11 +52,14 @@ class RunAggregator:
         self.scenario = scenario
         self.n_paths = n_paths
         self.keep = kept_count(n_paths, keep_paths)
-        self.store = BandStore(n_paths, scenario.horizon.n_steps, spill_dir=spill_dir)
+        self.spill_dir = spill_dir
+        #: One band store per batch of paths: (first path, store).
+        self.stores = [(0, BandStore(n_paths, scenario.horizon.n_steps, spill_dir=spill_dir))]
         self.totals: dict[int, dict[str, Any]] = {}
         self.inputs: dict[int, dict[str, float]] = {}
         self.training: dict[int, TrainingDigest] = {}
         self.kept: dict[int, Any] = {}
+        self._period_rows: list[pd.DataFrame] = []
         self._pnl_chunks: list[pd.DataFrame] = []
         self._pnl_pending: list[pd.DataFrame] = []
         self._waits = tempfile.TemporaryFile(dir=spill_dir)  # noqa: SIM115 - closed by close()
@@ -60,7 +69,10 @@ class RunAggregator:
         path = digest.path
         if path in self.totals:
             raise ValueError(f"path {path} was added twice")
-        self.store.add(path, digest.series)
+        first, store = next((first, store) for first, store in reversed(self.stores) if path >= first)
+        if path - first >= store.n_paths:
+            raise ValueError(f"path {path} is beyond the {self.n_paths} paths of the run")
+        store.add(path - first, digest.series)
         self.totals[path] = digest.totals
         if digest.inputs:
             self.inputs[path] = digest.inputs
@@ -71,10 +83,24 @@ class RunAggregator:
             self.training[path] = digest.training
         if digest.tables is not None:
             self.kept[path] = digest.tables
+        if digest.periods is not None:
+            self._period_rows.append(digest.periods)
         self._pnl_pending.append(digest.pnl)
         if len(self._pnl_pending) >= _PNL_CHUNK:
             self._pnl_chunks.append(pd.concat(self._pnl_pending, ignore_index=True))
             self._pnl_pending = []
+
+    def extend(self, n_more: int, keep_paths: int | None) -> None:
+        """Make room for ``n_more`` paths after the ones asked for so far (numbered on)."""
+        self.stores.append((self.n_paths, BandStore(n_more, self.scenario.horizon.n_steps, spill_dir=self.spill_dir)))
+        self.n_paths += n_more
+        self.keep = kept_count(self.n_paths, keep_paths)
+
+    def path_totals(self) -> pd.DataFrame:
+        """The totals of the paths in so far, one row per path (path order)."""
+        totals = pd.DataFrame.from_dict(self.totals, orient="index").sort_index()
+        totals.index.name = "path"
+        return totals
 
     def finish(self) -> Results:
         """The run's results (path order); the aggregator's temporary files are removed."""
@@ -82,19 +108,22 @@ class RunAggregator:
             raise RuntimeError(f"{self.n_paths - len(self.totals)} of {self.n_paths} paths never arrived")
         try:
             scenario = self.scenario
-            bands = self.store.bands(scenario.horizon.times())
+            bands = combined_bands([store for _, store in self.stores], scenario.horizon.times())
             pnl = _concat(self._pnl_chunks + self._pnl_pending)
             pnl = pnl.sort_values(["path", "month"], kind="stable", ignore_index=True)
-            totals = pd.DataFrame.from_dict(self.totals, orient="index").sort_index()
-            totals.index.name = "path"
+            totals = self.path_totals()
             self._waits.seek(0)
             waits = np.fromfile(self._waits, dtype=np.float64, count=self._n_waits)
-            summary = summarize(scenario, totals, pnl, training_summary(self.training, waits))
+            period_paths = _concat(self._period_rows).sort_values(["path", "period", "start"], kind="stable",
+                                                                  ignore_index=True)
+            periods = summarize_periods(period_paths)
+            summary = summarize(scenario, totals, pnl, training_summary(self.training, waits), periods)
             del waits
             inputs = pd.DataFrame([{"path": path, **self.inputs[path]} for path in sorted(self.inputs)],
                                   columns=["path", *sorted(scenario.uncertain)])
             if scenario.uncertain:
                 summary["inputs"] = input_quantiles(inputs)
+                summary["inputs_rank_correlation"] = input_rank_correlations(inputs)
                 for entry in summary["per_path"]:
                     drawn = self.inputs[entry["path"]]
                     entry["inputs"] = {key: float(drawn[key]) for key in scenario.uncertain}
@@ -107,6 +136,8 @@ class RunAggregator:
                 models=_concat([t.models for t in kept]),
                 jobs=_concat([t.jobs for t in kept]),
                 pnl=pnl,
+                periods=periods,
+                period_paths=period_paths,
                 inputs=inputs,
                 bands=bands,
                 summary=summary,
@@ -115,7 +146,8 @@ class RunAggregator:
             self.close()
 
     def close(self) -> None:
-        self.store.close()
+        for _, store in self.stores:
+            store.close()
         self._waits.close()
 
 
@@ -130,7 +162,8 @@ class Results:
 
     def __init__(self, scenario: Scenario, *, timeseries: pd.DataFrame, pools: pd.DataFrame,
                  models: pd.DataFrame, jobs: pd.DataFrame, pnl: pd.DataFrame, inputs: pd.DataFrame,
-                 bands: pd.DataFrame, summary: dict[str, Any]) -> None:
+                 bands: pd.DataFrame, summary: dict[str, Any], periods: pd.DataFrame | None = None,
+                 period_paths: pd.DataFrame | None = None) -> None:
         self.scenario = scenario
         #: Kept paths: one row per (path, step), (path, step, pool), (path, step, model), (path, job).
         self.timeseries = timeseries
@@ -140,6 +173,10 @@ class Results:
         #: Every path: monthly P&L; uncertain inputs drawn (one row per path).
         self.pnl = pnl
         self.inputs = inputs
+        #: Every path: one row per calendar (year, quarter, month) period and path
+        #: (``period_paths``) and their summary with intervals, one row per period (``periods``).
+        self.periods = periods if periods is not None else pd.DataFrame()
+        self.period_paths = period_paths if period_paths is not None else pd.DataFrame()
         #: Every path: per-step mean and quantiles, one row per (time, metric).
         self.bands = bands
         self.summary = summary
@@ -163,6 +200,8 @@ class Results:
         writes the scenario with all its variants at the top).
         """
         tables = {"bands.parquet": self.bands, "pnl.parquet": self.pnl}
+        if len(self.periods):
+            tables["periods.parquet"] = self.periods
         if self.kept_paths:
             tables |= {"timeseries.parquet": self.timeseries, "pools.parquet": self.pools,
                        "models.parquet": self.models}

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 
 from simulator.economics.alerts import summarize_alerts
+from simulator.runs.intervals import mean_interval, quantile_rank_bounds, wilson_interval
+from simulator.runs.periods import LEVEL, periods_json
 from simulator.scenario import Scenario
 from simulator.units import format_duration, format_timestamp
 
@@ -36,38 +38,84 @@ TOTALS = (
     "gross_margin_usd",
     "energy_kwh",
 )
+#: Ratios: (numerator, denominator, scale, value when the denominator is 0). Per path, the
+#: ratio of the path's sums; over paths (``totals``), the ratio of the mean sums, so a margin
+#: is weighted by revenue and a share by demand.
+RATIOS = {
+    "utilization_mean": ("gpu_hours_busy", "gpu_hours_available", 1.0, 0.0),
+    "share_served": ("served_requests", "demand_requests", 1.0, 1.0),
+    "unserved_share": ("unserved_requests", "demand_requests", 1.0, 0.0),
+    "slo_attainment": ("slo_met_requests", "demand_requests", 1.0, 1.0),
+    "gross_margin_pct": ("gross_margin_usd", "revenue_usd", 100.0, None),
+    "cost_per_1m_tokens_usd": ("cogs_usd", "served_tokens", 1e6, None),
+    "cost_per_subscriber_month_usd": ("cogs_usd", "subscriber_months", 1.0, None),
+}
+
+
+#: Sums per path that ratios divide (beside :data:`TOTALS`).
+_PARTS = ("gpu_hours_busy", "gpu_hours_available", "slo_met_requests", "gpu_hours_short", "served_tokens",
+          "subscriber_months")
+#: Every column of :func:`path_totals` but the first-shortfall time.
+TOTAL_COLUMNS = (*TOTALS, *_PARTS, "peak_shortfall_gpus", "shortfall_hours", "short_episodes", *RATIOS)
+MONTH_S = 365.25 / 12 * 86400
 
 
 def path_totals(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
-    """One row per path with its totals and derived ratios."""
+    """One row per path with its totals and derived ratios.
+
+    ``timeseries`` carries the ``short`` column (:func:`simulator.runs.shortfall.short_steps`):
+    first shortfall, hours and GPU-hours short and episodes count material shortfall only.
+    """
+    step_h = step_s / 3600.0
+    short = timeseries["short"].to_numpy()
     frame = timeseries.assign(
-        busy=timeseries["utilization"] * timeseries["gpus_available"],
-        slo_met=timeseries["slo_attainment"] * timeseries["demand_requests"],
-        short=timeseries["unserved_requests"] > 0,
+        gpu_hours_busy=timeseries["utilization"] * timeseries["gpus_available"] * step_h,
+        gpu_hours_available=timeseries["gpus_available"] * step_h,
+        slo_met_requests=timeseries["slo_attainment"] * timeseries["demand_requests"],
+        gpu_hours_short=np.where(short, timeseries["shortfall_gpus"].to_numpy(), 0) * step_h,
+        shortfall_gpus_short=np.where(short, timeseries["shortfall_gpus"].to_numpy(), 0),
+        episode_start=short & ~np.concatenate(([False], short[:-1])) | short & _path_starts(timeseries),
+        subscriber_months=timeseries["subscribers"] * step_s / MONTH_S,
     )
     grouped = frame.groupby("path", sort=True)
-    totals = grouped[list(TOTALS)].sum()
-    busy = grouped["busy"].sum()
-    available = grouped["gpus_available"].sum()
-    totals["utilization_mean"] = (busy / available.where(available > 0)).fillna(0.0)
-    totals["share_served"] = (totals["served_requests"] / totals["demand_requests"].where(totals["demand_requests"] > 0)).fillna(1.0)
-    totals["slo_attainment"] = (grouped["slo_met"].sum() / totals["demand_requests"].where(totals["demand_requests"] > 0)).fillna(1.0)
-    revenue = totals["revenue_usd"]
-    totals["gross_margin_pct"] = 100.0 * totals["gross_margin_usd"] / revenue.where(revenue > 0)
-    totals["peak_shortfall_gpus"] = grouped["shortfall_gpus"].max()
-    totals["shortfall_hours"] = grouped["short"].sum() * step_s / 3600.0
-    first = frame.loc[frame["short"]].groupby("path")["time"].min()
-    totals["first_shortfall_time"] = first.reindex(totals.index)
-    return totals
+    totals = grouped[[*TOTALS, *_PARTS]].sum()
+    totals["peak_shortfall_gpus"] = grouped["shortfall_gpus_short"].max()
+    totals["shortfall_hours"] = grouped["short"].sum() * step_h
+    totals["short_episodes"] = grouped["episode_start"].sum()
+    totals["first_shortfall_time"] = frame.loc[short].groupby("path")["time"].min().reindex(totals.index)
+    return add_ratios(totals)
+
+
+def _path_starts(timeseries: pd.DataFrame) -> np.ndarray:
+    path = timeseries["path"].to_numpy()
+    return np.concatenate(([True], path[1:] != path[:-1]))
+
+
+def add_ratios(sums: pd.DataFrame) -> pd.DataFrame:
+    """``sums`` with every ratio of :data:`RATIOS` whose parts it holds, row by row."""
+    out = sums.copy()
+    for name, (numerator, denominator, scale, empty) in RATIOS.items():
+        if numerator in out and denominator in out:
+            below = out[denominator].where(out[denominator] > 0)
+            ratio = scale * out[numerator] / below
+            out[name] = ratio if empty is None else ratio.fillna(empty)
+    return out
+
+
+def pooled_ratios(totals: pd.DataFrame) -> dict[str, float | None]:
+    """Each ratio over all paths: the ratio of the sums (weighted by its denominator)."""
+    sums = add_ratios(totals[[c for c in totals.columns if c != "first_shortfall_time"]].sum().to_frame().T)
+    return {name: _number(sums[name].iloc[0]) for name in RATIOS if name in sums}
 
 
 def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
-              training: dict[str, Any] | None) -> dict[str, Any]:
+              training: dict[str, Any] | None, periods: pd.DataFrame | None = None) -> dict[str, Any]:
     """The content of ``summary.json``, from per-path totals (one row per path, from
-    :func:`path_totals`), every path's monthly P&L and the pooled training figures."""
+    :func:`path_totals`), every path's monthly P&L, the pooled training figures and the
+    per-period table (:func:`simulator.runs.periods.summarize_periods`)."""
     horizon = scenario.horizon
-    totals = totals.join(_unit_economics(pnl))
     metrics = [c for c in totals.columns if c != "first_shortfall_time"]
+    means = {name: _number(totals[name].mean()) for name in metrics} | pooled_ratios(totals)
     summary: dict[str, Any] = {
         "scenario": scenario.name,
         "paths": int(len(totals)),
@@ -76,8 +124,14 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
         "end": format_timestamp(horizon.start + pd.Timedelta(seconds=horizon.length_s)),
         "step": format_duration(horizon.step_s),
         "steps": horizon.n_steps,
-        "totals": {name: _number(totals[name].mean()) for name in metrics},
+        "confidence_level": LEVEL,
+        "shortfall_definition": scenario.shortfall.model_dump(mode="json"),
+        "totals": means,
+        "totals_ci": {name: [None if v is None else _number(v)
+                             for v in mean_interval(totals[name].to_numpy(dtype=np.float64), LEVEL)]
+                      for name in metrics if name not in RATIOS},
         "quantiles": {name: _quantiles(totals[name]) for name in metrics},
+        "quantiles_ci": {name: _quantile_intervals(totals[name]) for name in metrics},
         "first_shortfall_time": first_shortfall_quantiles(totals["first_shortfall_time"]),
         "break_even": {
             name: first_shortfall_quantiles(_first_month(pnl, pnl[column] >= 0))
@@ -95,12 +149,21 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
             for path, row in totals.iterrows()
         ],
     }
+    if periods is not None:
+        summary["periods"] = periods_json(periods)
     return summary
 
 
 def input_quantiles(inputs: pd.DataFrame) -> dict[str, dict[str, float | None]]:
     """P10/P50/P90 of each uncertain input over the paths."""
     return {column: _quantiles(inputs[column]) for column in inputs.columns if column != "path"}
+
+
+def input_rank_correlations(inputs: pd.DataFrame) -> dict[str, dict[str, float | None]]:
+    """Spearman rank correlation of every pair of uncertain inputs over the paths' draws."""
+    drawn = inputs.drop(columns="path")
+    matrix = drawn.rank().corr() if len(drawn) > 1 else pd.DataFrame(index=drawn.columns, columns=drawn.columns)
+    return {a: {b: _number(matrix.loc[a, b]) for b in drawn.columns} for a in drawn.columns}
 
 
 def training_summary(digests: dict[int, Any], waits_s: np.ndarray) -> dict[str, Any] | None:
@@ -139,16 +202,6 @@ def training_summary(digests: dict[int, Any], waits_s: np.ndarray) -> dict[str, 
     }
 
 
-def _unit_economics(pnl: pd.DataFrame) -> pd.DataFrame:
-    grouped = pnl.groupby("path")[["cogs_usd", "served_tokens", "subscriber_months"]].sum()
-    tokens = grouped["served_tokens"].where(grouped["served_tokens"] > 0)
-    subscribers = grouped["subscriber_months"].where(grouped["subscriber_months"] > 0)
-    return pd.DataFrame({
-        "cost_per_1m_tokens_usd": grouped["cogs_usd"] / (tokens / 1e6),
-        "cost_per_subscriber_month_usd": grouped["cogs_usd"] / subscribers,
-    })
-
-
 def _first_month(pnl: pd.DataFrame, condition: pd.Series) -> pd.Series:
     paths = pnl["path"].unique()
     return pnl.loc[condition.to_numpy()].groupby("path")["month"].min().reindex(paths)
@@ -178,17 +231,42 @@ def _quantiles(values: pd.Series) -> dict[str, float | None]:
     return {name: _number(np.quantile(finite, p)) for name, p in QUANTILES.items()}
 
 
+def _quantile_intervals(values: pd.Series) -> dict[str, list[float | None]]:
+    """The distribution-free interval of each quantile (``[lo, hi]``, null: too few paths)."""
+    finite = values.to_numpy(dtype=np.float64)
+    finite = np.sort(finite[np.isfinite(finite)])
+    out = {}
+    for name, p in QUANTILES.items():
+        low, high = quantile_rank_bounds(len(finite), p, LEVEL)
+        out[name] = [_number(finite[low - 1]) if 1 <= low <= len(finite) else None,
+                     _number(finite[high - 1]) if 1 <= high <= len(finite) else None]
+    return out
+
+
 def first_shortfall_quantiles(first: pd.Series) -> dict[str, Any]:
-    """P10/P50/P90 of the first-shortfall time across paths (null past the horizon)."""
+    """P10/P50/P90 of the first-shortfall time across paths (null past the horizon), the
+    share of paths with one, and the intervals of both (``ci``, ``probability_ci``)."""
     nanos = first.astype("datetime64[ns]").to_numpy().astype("int64").astype(np.float64)
     nanos[first.isna().to_numpy()] = np.inf
+    ordered = np.sort(nanos)
     out: dict[str, Any] = {}
+    ci: dict[str, list[str | None]] = {}
     for name, p in QUANTILES.items():
         with np.errstate(invalid="ignore"):
             value = np.quantile(nanos, p, method="inverted_cdf") if len(nanos) else np.inf
-        out[name] = None if not np.isfinite(value) else _stamp(pd.Timestamp(int(value)))
-    out["probability"] = float(first.notna().mean()) if len(first) else 0.0
+        out[name] = _instant(value)
+        low, high = quantile_rank_bounds(len(ordered), p, LEVEL)
+        ci[name] = [_instant(ordered[low - 1]) if 1 <= low <= len(ordered) else None,
+                    _instant(ordered[high - 1]) if 1 <= high <= len(ordered) else None]
+    hits = int(first.notna().sum())
+    out["probability"] = hits / len(first) if len(first) else 0.0
+    out["probability_ci"] = list(wilson_interval(hits, len(first), LEVEL))
+    out["ci"] = ci
     return out
+
+
+def _instant(nanos: float) -> str | None:
+    return None if not np.isfinite(nanos) else _stamp(pd.Timestamp(int(nanos)))
 
 
 def _number(value: Any) -> float | None:

@@ -20,7 +20,7 @@ from simulator.scenario.fieldpath import parse_field_path, set_field
 from simulator.scenario.scenario import Scenario, check_references
 from simulator.scenario.schema_walk import allowed_fields
 from simulator.scenario.served import forget_derived
-from simulator.scenario.uncertain import extract_uncertain
+from simulator.scenario.uncertain import extract_uncertain, input_keys
 from simulator.scenario.yaml_source import read_yaml_file
 
 
@@ -98,13 +98,23 @@ def _validated(data: dict[str, Any], base_dir: Path) -> Scenario:
 
 def _forget_uncertain(data: dict[str, Any], key: str) -> None:
     """A value set by an override replaces any distribution at or below that field."""
-    uncertain = data.get("uncertain")
-    if not isinstance(uncertain, dict) or not uncertain:
-        return
     path = format_path(parse_field_path(key))
+
+    def under(field: str) -> bool:
+        return field == path or field.startswith((path + ".", path + "["))
+
+    uncertain = data.get("uncertain")
+    uncertain = uncertain if isinstance(uncertain, dict) else {}
+    before = set(input_keys(uncertain))
     for field in list(uncertain):
-        if field == path or field.startswith((path + ".", path + "[")):
+        if under(field):
             del uncertain[field]
+    gone = before - set(input_keys(uncertain))
+    correlations = data.get("correlations")
+    if isinstance(correlations, list):  # an input fixed here is correlated with nothing
+        data["correlations"] = [entry for entry in correlations if not (
+            isinstance(entry, dict) and isinstance(entry.get("inputs"), list)
+            and any(name in gone or under(name) for name in map(str, entry["inputs"])))]
 
 
 def _extract_uncertain(data: dict[str, Any]) -> dict[str, Any]:

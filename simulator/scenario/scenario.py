@@ -16,14 +16,16 @@ from typing import Annotated, Any
 from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
+from simulator.scenario.correlation import Correlation, copula_factor
 from simulator.scenario.economics import Alerts, Energy, Facility, Financing, OtherCosts, Pricing
 from simulator.scenario.errors import ScenarioError
 from simulator.scenario.fleet import Failures, Fleet, OnDemand, Owned, Power, Reserved
 from simulator.scenario.horizon import Horizon
 from simulator.scenario.served import ServedModel
+from simulator.scenario.shortfall import Shortfall
 from simulator.scenario.training import LaunchAfter, Training
 from simulator.scenario.types import Frozen
-from simulator.scenario.uncertain import Uncertain
+from simulator.scenario.uncertain import Uncertain, input_keys
 
 
 class Scenario(Frozen):
@@ -50,10 +52,15 @@ class Scenario(Frozen):
     power: Power = Field(default_factory=Power)
     financing: Financing = Field(default_factory=Financing)
     alerts: Alerts = Field(default_factory=Alerts)
+    shortfall: Shortfall = Field(default_factory=Shortfall, description="What counts as running short")
     training: Training = Field(default_factory=Training)
     uncertain: dict[str, Uncertain] = Field(
         default_factory=dict,
         description="Inputs drawn once per path, by field path (fields hold their medians)",
+    )
+    correlations: list[Correlation] = Field(
+        default_factory=list,
+        description="Rank correlations between uncertain inputs (field paths or draw names)",
     )
     variants: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
@@ -200,6 +207,15 @@ def check_references(scenario: Scenario) -> None:
             raise ScenarioError(("models", index, "demand", "start", "after_job"),
                                 f"unknown training job {start.after_job!r}; jobs: {known}")
         _check_replica_serving(model, index)
+    _check_uncertain(scenario)
+
+
+def _check_uncertain(scenario: Scenario) -> None:
+    """A draw name is not also a field path; correlations name inputs and can hold together."""
+    for path, spec in sorted(scenario.uncertain.items()):
+        if spec.draw is not None and spec.draw in scenario.uncertain:
+            raise ScenarioError(("uncertain", path, "draw"), f"{spec.draw!r} is a field path; name the draw otherwise")
+    copula_factor(scenario.correlations, input_keys(scenario.uncertain))
 
 
 def _check_replica_serving(model: ServedModel, index: int) -> None:

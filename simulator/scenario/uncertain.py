@@ -7,17 +7,24 @@ high``; ``uniform`` with ``low, high``; ``normal`` with ``mean, sd``; ``choice``
 distributions' medians; each Monte Carlo path draws its own values from its own stream and
 is validated again with them. Fields that *are* distributions of events (repair times,
 slips, job durations) keep their meaning: there ``dist`` describes every event, not the path.
+
+A path's value of an input is the distribution's quantile at ``Φ(z)``, with ``z`` a standard
+normal score drawn from a stream keyed by the field path (or by the ``draw`` several fields
+share; see :mod:`simulator.scenario.correlation`), so each input's draws stay the same when
+others are added, removed, fixed or correlated.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+from statistics import NormalDist
 from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BeforeValidator, Field, model_validator
 
+from simulator.scenario.correlation import input_key
 from simulator.scenario.errors import Loc, ScenarioError, format_path
 from simulator.scenario.fieldpath import parse_field_path, set_field
 from simulator.scenario.schema_walk import is_model, members, types_at
@@ -56,6 +63,8 @@ class Uncertain(Frozen):
     sd: Number | None = None
     values: list[Number] | None = None
     weights: list[Annotated[float, Field(ge=0)]] | None = None
+    draw: Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9_.-]+$",
+                               description="Fields with the same draw name share one draw")] | None = None
 
     @model_validator(mode="after")
     def _parameters(self) -> Uncertain:
@@ -126,23 +135,25 @@ class Uncertain(Frozen):
                 return value
         return ordered[-1][0]
 
-    def sample(self, rng: np.random.Generator) -> float:
+    def from_normal(self, z: float) -> float:
+        """The value at normal score ``z``: the quantile at ``Φ(z)`` (exact in ``z`` for the
+        lognormal and normal, whose tails then never round to a probability of 0 or 1)."""
         if self.dist == "lognormal":
-            return float(rng.lognormal(math.log(self.median), math.log(self.p90 / self.median) / _Z90))
-        if self.dist == "triangular":
-            return float(self.low if self.low == self.high else rng.triangular(self.low, self.mode, self.high))
-        if self.dist == "uniform":
-            return float(rng.uniform(self.low, self.high))
+            return float(self.median * math.exp(math.log(self.p90 / self.median) / _Z90 * z))
         if self.dist == "normal":
-            return float(rng.normal(self.mean, self.sd))
-        weights = None if self.weights is None else np.asarray(self.weights) / sum(self.weights)
-        return float(self.values[rng.choice(len(self.values), p=weights)])
+            return float(self.mean + self.sd * z)
+        return self.quantile(min(max(_STANDARD_NORMAL.cdf(z), 1e-15), 1.0 - 1e-15))
+
+    def sample(self, rng: np.random.Generator) -> float:
+        """One draw (through a normal score, as a path draws it)."""
+        return self.from_normal(float(rng.standard_normal()))
+
+
+_STANDARD_NORMAL = NormalDist()
 
 
 def _normal_ppf(q: float) -> float:
-    from statistics import NormalDist
-
-    return NormalDist().inv_cdf(q)
+    return _STANDARD_NORMAL.inv_cdf(q)
 
 
 def extract_uncertain(data: dict[str, Any], root: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -169,15 +180,27 @@ def extract_uncertain(data: dict[str, Any], root: Any) -> tuple[dict[str, Any], 
     return visit(data, ()), found
 
 
-def apply_draws(data: dict[str, Any], uncertain: dict[str, Any], rng: np.random.Generator,
+def input_keys(uncertain: dict[str, Any]) -> dict[str, str]:
+    """Every name a correlation may use (field paths and draw names) -> its input key."""
+    keys = {}
+    for path, spec in uncertain.items():
+        draw = spec.get("draw") if isinstance(spec, dict) else spec.draw
+        keys[path] = input_key(path, draw)
+        if draw:
+            keys[draw] = input_key(path, draw)
+    return keys
+
+
+def apply_draws(data: dict[str, Any], uncertain: dict[str, Any], scores: dict[str, float],
                 root: Any) -> tuple[dict[str, Any], dict[str, float]]:
-    """One path's values: ``data`` with every uncertain field drawn (in sorted field order)."""
+    """One path's values: ``data`` with every uncertain field set from the normal score of
+    its input key (``scores``, see :func:`input_keys`)."""
     data = copy.deepcopy(data)
     drawn = {}
+    keys = input_keys(uncertain)
     for path in sorted(uncertain):
         spec = Uncertain.model_validate(uncertain[path])
-        value = spec.sample(rng)
-        typed = _typed(root, parse_field_path(path), value)
+        typed = _typed(root, parse_field_path(path), spec.from_normal(scores[keys[path]]))
         set_field(data, path, typed)
         drawn[path] = typed
     return data, drawn
