@@ -171,23 +171,40 @@ def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, w
 
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--method", type=click.Choice(["oat", "variance"]), default="oat", show_default=True,
+              help="oat: each input at its P10 and P90, the others at medians (tornado); variance: first-order "
+              "and total Sobol indices, the share of the margin's variance each input explains.")
+@click.option("--samples", type=click.IntRange(min=2), metavar="N",
+              help="Design samples for --method variance (default 256): N·(inputs + 2) runs of one path each.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Directory (default outputs/<name>-sensitivity/).")
-@click.option("--paths", type=click.IntRange(min=1), help="Paths per run (default: the scenario's).")
+@click.option("--paths", type=click.IntRange(min=1), help="Paths per run for --method oat (default: the scenario's).")
 @click.option("--seed", type=click.IntRange(min=0), help="Root seed (the same for every run).")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes.")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-def sensitivity(scenario: Path, out: Path | None, paths, seed, workers, overrides, quiet: bool) -> None:
-    """Swing of margin and shortfall as each uncertain input goes from its P10 to its P90."""
-    from simulator.decisions.runner import run_scenario
-    from simulator.decisions.sensitivity import save_sensitivity, sensitivity_table
+def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | None, paths, seed, workers, overrides,
+                quiet: bool) -> None:
+    """How margin and shortfall depend on each uncertain input: one at a time (oat) or by variance."""
+    from simulator.errors import InputError
     from simulator.output import check_output_directory
     from simulator.serving.resolve import load_scenario
 
+    if method == "oat" and samples is not None:
+        raise InputError("--samples is for --method variance (one-at-a-time runs each input at its P10 and P90)")
+    if method == "variance" and paths is not None:
+        raise InputError("--paths is for --method oat (--method variance runs one path per design row; "
+                         "set --samples)")
     base = load_scenario(scenario, overrides)
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sensitivity"
     check_output_directory(directory)
+    if method == "variance":
+        _variance_sensitivity(base, directory, samples, seed, workers, quiet)
+        return
+    from simulator.decisions.runner import run_scenario
+    from simulator.decisions.sensitivity import save_sensitivity, sensitivity_table
+    from simulator.scenario.labels import format_field_value
+
     table = sensitivity_table(base, lambda point: run_scenario(point, paths=paths, seed=seed, workers=workers,
                                                                show_progress=False))
     save_sensitivity(directory, table, base)
@@ -196,11 +213,47 @@ def sensitivity(scenario: Path, out: Path | None, paths, seed, workers, override
         for column in ("input", "input p10", "input p90", "margin at p10", "margin at p90", "swing"):
             view.add_column(column, justify="left" if column == "input" else "right")
         for _, row in table.iterrows():
-            view.add_row(str(row["input"]), cell(row["input_p10"]), cell(row["input_p90"]),
-                         cell(row["gross_margin_usd_p10"]), cell(row["gross_margin_usd_p90"]),
-                         cell(row["gross_margin_usd_swing"]))
+            view.add_row(str(row["label"]), format_field_value(row["input"], row["input_p10"]),
+                         format_field_value(row["input"], row["input_p90"]), cell(row["gross_margin_usd_p10"]),
+                         cell(row["gross_margin_usd_p90"]), cell(row["gross_margin_usd_swing"]))
         console.print(view)
         console.print(f"wrote {directory}/ (tornado.png)", markup=False, highlight=False)
+
+
+def _share(value: float) -> str:
+    return "—" if value != value else f"{value:.2f}"
+
+
+def _variance_sensitivity(base, directory: Path, samples: int | None, seed: int | None, workers: int | None,
+                          quiet: bool) -> None:
+    from simulator.decisions.runner import progress_bar
+    from simulator.decisions.variance_sensitivity import (
+        DEFAULT_SAMPLES,
+        save_variance_sensitivity,
+        variance_sensitivity,
+    )
+    from simulator.runs.design import evaluate_design
+
+    seed = base.seed if seed is None else seed
+    with progress_bar("runs", show=not quiet) as progress:
+        table = variance_sensitivity(
+            base, samples or DEFAULT_SAMPLES, seed,
+            lambda scenario, values, path_of_row, seed: evaluate_design(
+                scenario, values, path_of_row, seed, workers=workers, progress=progress))
+    save_variance_sensitivity(directory, table, base, seed)
+    if quiet:
+        return
+    margin = table[table["output"] == "gross_margin_usd"]
+    first = margin.iloc[0]
+    view = Table(title=f"{base.name}: share of the variance of gross margin ({int(first['samples'])} samples, "
+                       f"{int(first['runs'])} runs, {float(first['level']):.0%} intervals)")
+    for column in ("input", "S1 (alone)", "ST (with interactions)"):
+        view.add_column(column, justify="left" if column == "input" else "right")
+    for _, row in margin.iterrows():
+        view.add_row(str(row["label"]), *(f"{_share(row[c])} [{_share(row[c + '_lo'])}, {_share(row[c + '_hi'])}]"
+                                          for c in ("first_order", "total")))
+    console.print(view)
+    console.print(f"wrote {directory}/ (sobol.png)", markup=False, highlight=False)
 
 
 @main.command(name="plan")

@@ -9,6 +9,7 @@ local process pool.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
 from rich.progress import (
@@ -47,17 +48,8 @@ def run_scenario(
             for name, variant in variant_scenarios(scenario).items()
         }, scenario)
     n_paths = precision.max_paths if precision is not None else paths or scenario.paths
-    progress = Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        transient=True,
-        disable=not show_progress or n_paths < 2,
-    )
-    with progress, (dask_executor(scheduler) if scheduler else contextlib.nullcontext()) as executor:
-        task = progress.add_task("paths", total=n_paths)
+    with (progress_bar("paths", n_paths, show_progress and n_paths >= 2) as progress,
+          dask_executor(scheduler) if scheduler else contextlib.nullcontext() as executor):
         return simulate(
             scenario,
             paths=paths,
@@ -66,5 +58,23 @@ def run_scenario(
             workers=workers,
             keep_paths=keep_paths,
             precision=precision,
-            progress=lambda done, total: progress.update(task, completed=done, total=total),
+            progress=progress,
         )
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: int | None = None, show: bool = True) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr while the block runs (gone after it); yields the
+    ``progress(done, total)`` callback to give a run."""
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        transient=True,
+        disable=not show,
+    )
+    with progress:
+        task = progress.add_task(description, total=total)
+        yield lambda done, total: progress.update(task, completed=done, total=total)

@@ -16,6 +16,7 @@ import pandas as pd
 
 from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario.fieldpath import parse_field_path
+from simulator.scenario.labels import field_label, format_field_value
 from simulator.scenario.uncertain import typed_value
 from simulator.serving.resolve import load_scenario
 
@@ -44,7 +45,7 @@ def sensitivity_table(scenario: Scenario, simulate_point: Callable[[Scenario], A
     base = simulate_point(load_scenario(at_medians)).summary
     rows = []
     for field, spec in sorted(scenario.uncertain.items()):
-        row: dict[str, Any] = {"input": field, "median": spec.center}
+        row: dict[str, Any] = {"input": field, "label": field_label(scenario, field), "median": spec.center}
         for label, q in (("p10", 0.1), ("p90", 0.9)):
             value = typed_value(Scenario, field, spec.quantile(q))
             point = load_scenario(at_medians, {field: value})
@@ -72,23 +73,39 @@ def point_value(scenario: Scenario, field: str) -> Any:
     return node
 
 
+#: How the tornado shows an output: its axis title and the scale of its values.
+AXES = {
+    "gross_margin_usd": ("gross margin, $M (P50 over paths)", 1e-6),
+    "unserved_share": ("share of requests unserved (P50 over paths)", 1.0),
+    "shortfall_probability": ("probability of any shortfall", 1.0),
+}
+
+
 def tornado_png(table: pd.DataFrame, path: Path, output: str = "gross_margin_usd") -> None:
-    """A tornado chart of the swing of ``output`` across inputs (largest at the top)."""
+    """A tornado chart of the swing of ``output`` across inputs (largest at the top), each
+    bar's end marked with the input's value there (durations in days, money in $)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = table.dropna(subset=[f"{output}_p10", f"{output}_p90"]).iloc[::-1]
-    base = float(rows[f"{output}_base"].iloc[0]) if len(rows) else 0.0
+    title, scale = AXES.get(output, (f"{output.replace('_', ' ')} (P50 over paths)", 1.0))
+    base = float(rows[f"{output}_base"].iloc[0]) * scale if len(rows) else 0.0
     fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.6))
     for i, (_, row) in enumerate(rows.iterrows()):
-        low, high = row[f"{output}_p10"], row[f"{output}_p90"]
+        low, high = row[f"{output}_p10"] * scale, row[f"{output}_p90"] * scale
         ax.barh(i, low - base, left=base, color="#d95f02", label="input at P10" if i == 0 else None)
         ax.barh(i, high - base, left=base, color="#1b9e77", label="input at P90" if i == 0 else None)
+        for end, value, outward in ((low, row["input_p10"], "right"), (high, row["input_p90"], "left")):
+            away = (end <= base) if outward == "right" else (end >= base)
+            ax.text(end, i, f" {format_field_value(row['input'], value)} ", va="center", fontsize=8,
+                    ha=outward if away else ("left" if outward == "right" else "right"))
     ax.axvline(base, color="black", linewidth=1)
-    ax.set_yticks(range(len(rows)), [str(name) for name in rows["input"]])
-    ax.set_xlabel(f"{output.replace('_', ' ')} (P50 over paths)")
+    labels = rows["label"] if "label" in rows else rows["input"]
+    ax.set_yticks(range(len(rows)), [str(name) for name in labels])
+    ax.margins(x=0.2)
+    ax.set_xlabel(title)
     ax.set_title("Each input at its P10 and P90, the others at their medians", fontsize=10)
     ax.legend(loc="lower right")
     fig.tight_layout()
