@@ -20,6 +20,7 @@ distribution-free interval and every probability and mean an interval at ``LEVEL
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -36,34 +37,50 @@ _QUANTILES = {"p10": 0.10, "p50": 0.50, "p90": 0.90}
 
 
 def path_periods(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
-    """One path's rows: ``period, start, hours, short, hours_short, gpu_hours_short`` and sums."""
+    """One path's rows: ``period, start, hours, short, hours_short, gpu_hours_short`` and sums.
+
+    Steps are in time order, so each period is a run of consecutive steps: every figure is
+    one ``np.add.reduceat`` over the period boundaries (found once per horizon).
+    """
     step_h = step_s / 3600.0
     short = timeseries["short"].to_numpy()
-    frame = pd.DataFrame({
-        "short": short,
-        "gpu_hours_short": np.where(short, timeseries["shortfall_gpus"].to_numpy(), 0) * step_h,
-        **{name: timeseries[name].to_numpy() for name in _SUMS},
+    values = np.column_stack([
+        short.astype(np.float64),
+        np.where(short, timeseries["shortfall_gpus"].to_numpy(), 0) * step_h,
+        *(timeseries[name].to_numpy(dtype=np.float64) for name in _SUMS),
+    ])
+    times = timeseries["time"].to_numpy()
+    labels, starts, firsts = _boundaries(times[0], len(times), times[1] - times[0] if len(times) > 1 else 0)
+    sums = np.add.reduceat(np.tile(values, (len(PERIODS), 1)), firsts, axis=0)
+    counts = np.diff(np.append(firsts, len(PERIODS) * len(times)))
+    out = pd.DataFrame({
+        "path": int(timeseries["path"].iloc[0]),
+        "period": labels,
+        "start": starts,
+        "hours": counts * step_h,
+        "short": sums[:, 0] > 0,
+        "hours_short": sums[:, 0] * step_h,
+        "gpu_hours_short": sums[:, 1],
+        **{name: sums[:, 2 + i] for i, name in enumerate(_SUMS)},
     })
-    times = timeseries["time"]
-    parts = []
-    for period, code in PERIODS.items():
-        grouped = frame.groupby(times.dt.to_period(code).dt.start_time.to_numpy(), sort=True)
-        sums = grouped[["gpu_hours_short", *_SUMS]].sum()
-        part = pd.DataFrame({
-            "period": period,
-            "start": sums.index,
-            "hours": grouped.size().to_numpy() * step_h,
-            "short": grouped["short"].any().to_numpy(),
-            "hours_short": grouped["short"].sum().to_numpy() * step_h,
-        })
-        for name in sums.columns:
-            part[name] = sums[name].to_numpy()
-        parts.append(part)
-    out = pd.concat(parts, ignore_index=True)
-    out.insert(0, "path", int(timeseries["path"].iloc[0]))
     revenue = out["revenue_usd"].where(out["revenue_usd"] > 0)
     out["gross_margin_pct"] = 100.0 * out["gross_margin_usd"] / revenue
     return out
+
+
+@lru_cache(maxsize=16)
+def _boundaries(first: np.datetime64, n_steps: int, step: np.timedelta64) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per period (years, then quarters, then months): its label, its calendar start, and the
+    index of its first step in the steps' concatenation (one block of steps per kind)."""
+    times = pd.DatetimeIndex(first + step * np.arange(n_steps))
+    labels, starts, firsts = [], [], []
+    for offset, (period, code) in enumerate(PERIODS.items()):
+        begins = times.to_period(code).start_time
+        change = np.flatnonzero(np.concatenate(([True], begins[1:] != begins[:-1])))
+        labels += [period] * len(change)
+        starts.append(begins[change].to_numpy())
+        firsts.append(change + offset * n_steps)
+    return np.array(labels), np.concatenate(starts), np.concatenate(firsts)
 
 
 def summarize_periods(rows: pd.DataFrame, level: float = LEVEL) -> pd.DataFrame:

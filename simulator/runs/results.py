@@ -60,6 +60,7 @@ class RunAggregator:
         self.training: dict[int, TrainingDigest] = {}
         self.kept: dict[int, Any] = {}
         self._period_rows: list[pd.DataFrame] = []
+        self._period_pending: list[pd.DataFrame] = []
         self._pnl_chunks: list[pd.DataFrame] = []
         self._pnl_pending: list[pd.DataFrame] = []
         self._waits = tempfile.TemporaryFile(dir=spill_dir)  # noqa: SIM115 - closed by close()
@@ -84,7 +85,10 @@ class RunAggregator:
         if digest.tables is not None:
             self.kept[path] = digest.tables
         if digest.periods is not None:
-            self._period_rows.append(digest.periods)
+            self._period_pending.append(digest.periods)
+            if len(self._period_pending) >= _PNL_CHUNK:  # few frames, not one per path
+                self._period_rows.append(pd.concat(self._period_pending, ignore_index=True))
+                self._period_pending = []
         self._pnl_pending.append(digest.pnl)
         if len(self._pnl_pending) >= _PNL_CHUNK:
             self._pnl_chunks.append(pd.concat(self._pnl_pending, ignore_index=True))
@@ -114,8 +118,8 @@ class RunAggregator:
             totals = self.path_totals()
             self._waits.seek(0)
             waits = np.fromfile(self._waits, dtype=np.float64, count=self._n_waits)
-            period_paths = _concat(self._period_rows).sort_values(["path", "period", "start"], kind="stable",
-                                                                  ignore_index=True)
+            period_paths = _concat(self._period_rows + self._period_pending).sort_values(
+                ["path", "period", "start"], kind="stable", ignore_index=True)
             periods = summarize_periods(period_paths)
             summary = summarize(scenario, totals, pnl, training_summary(self.training, waits), periods)
             del waits
