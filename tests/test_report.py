@@ -57,8 +57,8 @@ def test_the_report_renders_in_chromium_without_console_errors(launch_run, tmp_p
     assert page.console == []
     assert page.body_attribute("data-rendered") == "true"
     assert page.body_attribute("data-charts") == page.body_attribute("data-expected-charts") == str(len(CHARTS))
-    # headline, monthly P&L, variants, assumptions
-    assert page.body_attribute("data-tables") == page.body_attribute("data-expected-tables") == "4"
+    # headline, by year, monthly P&L, variants, assumptions
+    assert page.body_attribute("data-tables") == page.body_attribute("data-expected-tables") == "5"
     shot = tmp_path / "report.png"
     browser.screenshot(launch_run / "report.html", shot)
     width, height = _png_size(shot)

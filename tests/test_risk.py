@@ -184,3 +184,13 @@ def test_run_writes_periods_and_prints_the_years(tmp_path):
     assert set(periods["period"]) == {"year", "quarter", "month"}
     assert {"p_short", "p_short_lo", "p_short_hi", "gpu_hours_short_mean", "gross_margin_pct_p50",
             "gross_margin_pct_p50_lo", "revenue_usd_p90"} <= set(periods.columns)
+
+
+def test_the_headline_shows_the_probability_with_its_wilson_interval(tmp_path):
+    # One path, short: the Wilson interval of 1 of 1 at z = 1.645 is [1 − 2.7055/3.7055, 1] = [27%, 100%].
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(_blip(min_unserved_share=0), sort_keys=False))
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o"), "--no-report"])
+    assert result.exit_code == 0, result.output
+    assert "100% [27, 100]" in result.output and "(short: over 0% unserved)" in result.output
+    assert "1 h (P90 1 h) · 1 GPU-h (P90 1)" in result.output

@@ -30,8 +30,22 @@ class _Terminated(KeyboardInterrupt):
     """SIGTERM, raised as an exception so every ``finally`` runs."""
 
 
+#: Set once SIGINT or SIGTERM arrived: a library that turns the interrupt into an error of
+#: its own (a C extension reports "invalid bounding box" when interrupted mid-call) still
+#: ends the command as interrupted.
+_interrupted = False
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
+    global _interrupted
+    _interrupted = True
     raise _Terminated()
+
+
+def _on_sigint(signum: int, frame: object) -> None:
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
 
 
 def _fail(message: str, code: int) -> None:
@@ -55,7 +69,7 @@ class FleetcastGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> object:
         signal.signal(signal.SIGTERM, _on_sigterm)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGINT, _on_sigint)
         warnings.showwarning = _show_warning
         try:
             return super().invoke(ctx)
@@ -68,6 +82,8 @@ class FleetcastGroup(click.Group):
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if _interrupted:
+                _fail("interrupted; nothing was written and earlier outputs are untouched", 130)
             if os.environ.get("FLEETCAST_DEBUG"):
                 traceback.print_exc()
             _fail(f"internal error: {type(exc).__name__}: {exc} (FLEETCAST_DEBUG=1 shows the traceback)", 1)

@@ -37,7 +37,7 @@ def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
 
     def money(name: str) -> str:
         band = q[name]
-        return (f"{money_text(band['p50'])}{_interval(ci.get(name, {}).get('p50'), money_text)}  "
+        return (f"{money_text(band['p50'])}{_interval(ci.get(name, {}).get('p50'), _in_unit_of(band['p50']))}  "
                 f"(P10 {money_text(band['p10'])} – P90 {money_text(band['p90'])})")
 
     if first["probability"] == 0:
@@ -45,20 +45,18 @@ def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
     else:
         shortfall = f"P10 {when(first['p10'])} · P50 {when(first['p50'])} · P90 {when(first['p90'])}"
     margin = q["gross_margin_pct"]
-    pooled = summary["totals"].get("gross_margin_pct")
     margin_text = (
         "n/a (no revenue)"
         if margin["p50"] is None
         else f"{margin['p50']:.1f}%{_interval(ci.get('gross_margin_pct', {}).get('p50'), lambda v: f'{v:.1f}')}  "
-             f"(P10 {margin['p10']:.1f}% – P90 {margin['p90']:.1f}%"
-             + ("" if pooled is None else f"; all paths {pooled:.1f}%") + ")"
+             f"(P10 {margin['p10']:.1f}% – P90 {margin['p90']:.1f}%)"
     )
     short = f"{first['probability']:.0%}{_interval(first.get('probability_ci'), lambda v: f'{100 * v:.0f}')}"
     definition = summary.get("shortfall_definition")
     if definition:
-        short += f"  (more than {100 * definition['min_unserved_share']:g}% of a model's demand unserved"
+        short += f"  (short: over {100 * definition['min_unserved_share']:g}% unserved"
         if definition.get("min_slo_attainment") is not None:
-            short += f", or under {100 * definition['min_slo_attainment']:g}% within the SLO"
+            short += f" or under {100 * definition['min_slo_attainment']:g}% in SLO"
         short += ")"
     rows = [
         ("First shortfall", shortfall),
@@ -67,12 +65,10 @@ def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
     hours = q.get("shortfall_hours")
     if hours and first["probability"] > 0:
         gpu_hours = q["gpu_hours_short"]
-        rows.append(("Hours short", f"P50 {hours['p50']:,.0f} h · P90 {hours['p90']:,.0f} h  "
-                                    f"(GPU-hours short P50 {gpu_hours['p50']:,.0f} · P90 {gpu_hours['p90']:,.0f})"))
-    served = summary["totals"].get("share_served")
+        rows.append(("Hours short", f"{hours['p50']:,.0f} h (P90 {hours['p90']:,.0f} h) · "
+                                    f"{gpu_hours['p50']:,.0f} GPU-h (P90 {gpu_hours['p90']:,.0f})"))
     rows += [
-        ("Demand served", f"{q['share_served']['p50']:.2%}  (P10 {q['share_served']['p10']:.2%}"
-                          + ("" if served is None else f"; all paths {served:.2%}") + ")"),
+        ("Demand served", f"{q['share_served']['p50']:.2%}  (P10 {q['share_served']['p10']:.2%})"),
         ("GPU utilization", f"{q['utilization_mean']['p50']:.1%}"),
         ("Total cost", money("cost_usd")),
         ("Revenue", money("revenue_usd")),
@@ -100,6 +96,15 @@ def money_text(value: float | None) -> str:
     if size >= 1e4:
         return f"${value / 1e3:,.0f}k"
     return f"${value:,.0f}"
+
+
+def _in_unit_of(reference: float | None) -> Callable[[float], str]:
+    """A formatter of amounts in the unit :func:`money_text` gives ``reference`` ("8.41" for
+    $8.41M), for the bounds of its interval."""
+    text = money_text(reference)
+    scale = {"B": 1e9, "M": 1e6, "k": 1e3}.get(text[-1], 1.0)
+    digits = 0 if scale in (1e3, 1.0) else 2
+    return lambda value: f"{value / scale:,.{digits}f}"
 
 
 def _millions(value: float) -> str:
