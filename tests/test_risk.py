@@ -194,3 +194,43 @@ def test_the_headline_shows_the_probability_with_its_wilson_interval(tmp_path):
     assert result.exit_code == 0, result.output
     assert "100% [27, 100]" in result.output and "(short: over 0% unserved)" in result.output
     assert "1 h (P90 1 h) · 1 GPU-h (P90 1)" in result.output
+
+
+def test_paths_auto_runs_every_variant_on_the_base_paths():
+    data = _uncertain_paths()
+    data["variants"] = {"more": {"fleet.pools[0].count": 12}}
+    from simulator.decisions.runner import run_scenario
+
+    precision = Precision(parse_targets(["shortfall_probability=0.12"]), max_paths=200, first=10)
+    results = run_scenario(simulator.load_scenario(data), precision=precision, show_progress=False)
+    base, more = results.results["base"].summary, results.results["more"].summary
+    assert base["paths_auto"]["met"] and more["paths"] == base["paths"]
+    assert more["paths_auto"]["paths_set_by"] == "base" and more["paths_auto"]["batches"] == [base["paths"]]
+
+
+def test_a_relative_target_on_a_figure_of_zero_is_refused(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump(base_scenario(), sort_keys=False))  # never short
+    result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o"), "--paths", "auto",
+                                       "--precision", "shortfall_probability=10%", "--max-paths", "200"])
+    assert result.exit_code == 2 and "can never be met" in result.stderr, result.output
+    assert not (tmp_path / "o").exists()
+    again = CliRunner().invoke(main, ["run", str(path), "--paths", "auto", "--precision", "cost_usd_p50=1",
+                                      "--precision", "cost_usd_p50=2"])
+    assert again.exit_code == 2 and "given twice" in again.stderr
+
+
+def test_what_counts_as_short_cannot_be_uncertain():
+    data = base_scenario(shortfall={"min_unserved_share": {"dist": "uniform", "low": 0, "high": 0.01}})
+    with pytest.raises(simulator.ScenarioError, match=r"shortfall\.min_unserved_share: cannot be uncertain"):
+        simulator.load_scenario(data)
+
+
+def test_one_at_a_time_sensitivity_runs_on_correlated_inputs():
+    from simulator.decisions.sensitivity import sensitivity_table
+
+    data = _uncertain_paths()
+    data["correlations"] = [{"inputs": ["models[0].demand.base_rps", "pricing.output_usd_per_1m"], "rank": 0.5}]
+    table = sensitivity_table(simulator.load_scenario(data),
+                              lambda point: simulator.simulate(point, paths=1, executor="serial"))
+    assert set(table["input"]) == {"models[0].demand.base_rps", "pricing.output_usd_per_1m"}

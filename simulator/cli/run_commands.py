@@ -54,8 +54,8 @@ def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
               help="With --paths auto: the largest 90%-interval half-width of a figure, e.g. "
               "shortfall_probability=0.02, gross_margin_pct_p50=1, cost_usd_mean=1% (repeatable; "
               "default shortfall_probability=0.02 and gross_margin_pct_p50=1).")
-@click.option("--max-paths", type=click.IntRange(min=1), default=DEFAULT_MAX_PATHS, show_default=True,
-              help="With --paths auto: stop adding paths here, met or not.")
+@click.option("--max-paths", type=click.IntRange(min=1),
+              help=f"With --paths auto: stop adding paths here, met or not (default {DEFAULT_MAX_PATHS:,}).")
 @click.option("--seed", type=click.IntRange(min=0), help="Root seed (default: the scenario's).")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes (default: CPU count).")
 @click.option("--scheduler", metavar="ADDR", help="Run paths on a Dask cluster, e.g. tcp://10.0.0.5:8786.")
@@ -70,7 +70,7 @@ def run(
     out: Path | None,
     paths: int | str | None,
     precision: tuple[str, ...],
-    max_paths: int,
+    max_paths: int | None,
     seed: int | None,
     workers: int | None,
     scheduler: str | None,
@@ -86,9 +86,10 @@ def run(
     from simulator.runs.adaptive import Precision, PrecisionError, parse_targets
     from simulator.serving.resolve import load_scenario
 
-    if (precision or max_paths != DEFAULT_MAX_PATHS) and paths != "auto":
+    if (precision or max_paths is not None) and paths != "auto":
         raise PrecisionError("--precision and --max-paths need --paths auto")
-    targets = Precision(parse_targets(list(precision)), max_paths=max_paths) if paths == "auto" else None
+    targets = Precision(parse_targets(list(precision)), max_paths=max_paths or DEFAULT_MAX_PATHS) \
+        if paths == "auto" else None
     resolved = load_scenario(scenario, overrides)
     directory = out or Path("outputs") / safe_dir_name(resolved.name)
     check_output_directory(directory)

@@ -21,7 +21,7 @@ from rich.progress import (
 )
 
 from simulator.decisions.variants import VariantResults, variant_scenarios
-from simulator.runs.adaptive import Precision
+from simulator.runs.adaptive import Precision, variant_precision
 from simulator.runs.cluster import dask_executor
 from simulator.runs.montecarlo import simulate
 from simulator.runs.results import DEFAULT_KEEP_PATHS, Results
@@ -41,12 +41,19 @@ def run_scenario(
 ) -> Results | VariantResults:
     """Simulate (every variant, when the scenario has some) with a progress bar on stderr."""
     if scenario.variants:
-        return VariantResults({
-            name: run_scenario(variant, paths=paths, seed=seed, workers=workers, scheduler=scheduler,
-                               keep_paths=keep_paths, show_progress=show_progress,
-                               precision=None if precision is None else replace(precision, batches=[]))
-            for name, variant in variant_scenarios(scenario).items()
-        }, scenario)
+        runs: dict[str, Results] = {}
+        for name, variant in variant_scenarios(scenario).items():
+            # With --paths auto the base finds the number of paths, and every variant runs
+            # that many: variants are compared on the same paths (common random numbers).
+            auto = precision is not None and not runs
+            n = paths if precision is None or auto else next(iter(runs.values())).summary["paths"]
+            runs[name] = run_scenario(variant, paths=n, seed=seed, workers=workers, scheduler=scheduler,
+                                      keep_paths=keep_paths, show_progress=show_progress,
+                                      precision=replace(precision, batches=[]) if auto else None)
+            if precision is not None and not auto:
+                runs[name].summary["paths_auto"] = variant_precision(runs[name], precision,
+                                                                     next(iter(runs)))
+        return VariantResults(runs, scenario)
     n_paths = precision.max_paths if precision is not None else paths or scenario.paths
     with (progress_bar("paths", n_paths, show_progress and n_paths >= 2) as progress,
           dask_executor(scheduler) if scheduler else contextlib.nullcontext() as executor):

@@ -41,6 +41,7 @@ def sensitivity_table(scenario: Scenario, simulate_point: Callable[[Scenario], A
                             "(write a field as {dist: lognormal, median: …, p90: …})")
     at_medians = scenario.model_dump(mode="json")
     at_medians["uncertain"] = {}
+    at_medians["correlations"] = []
     at_medians["variants"] = {}
     base = simulate_point(load_scenario(at_medians)).summary
     rows = []

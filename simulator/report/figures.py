@@ -129,12 +129,15 @@ def shortfall_slo(run: RunData) -> Figure:
     fig, (top, middle, bottom) = _figure(3, 2.6)
     months = run.summary.get("periods", {}).get("month", [])
     if months:
-        starts = pd.to_datetime([entry["start"] for entry in months])
-        ends = starts[1:].append(pd.DatetimeIndex([starts[-1] + pd.DateOffset(months=1)]))
+        begin, end = pd.Timestamp(run.summary["start"]), pd.Timestamp(run.summary["end"])
+        calendar = pd.to_datetime([entry["start"] for entry in months])
+        # Each bar spans the month's part inside the horizon.
+        starts = calendar.map(lambda t: max(t, begin))
+        ends = pd.DatetimeIndex([min(t + pd.DateOffset(months=1), end) for t in calendar])
         share = np.array([100 * entry["p_short"]["value"] for entry in months])
         low, high = (np.array([100 * (entry["p_short"]["ci"][i] if entry["p_short"]["ci"][i] is not None
                                       else entry["p_short"]["value"]) for entry in months]) for i in (0, 1))
-        top.bar(starts, share, width=(ends - starts).days * 0.9, align="edge", color=PALETTE[1], alpha=0.35,
+        top.bar(starts, share, width=(ends - starts).total_seconds() / 86400 * 0.9, align="edge", color=PALETTE[1], alpha=0.35,
                 label="short at some time in the month")
         top.errorbar(starts + (ends - starts) / 2, share, yerr=[share - low, high - share], fmt="none",
                      ecolor=PALETTE[1], elinewidth=0.8, capsize=2, label="90% interval (Monte Carlo)")

@@ -51,20 +51,21 @@ def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
         else f"{margin['p50']:.1f}%{_interval(ci.get('gross_margin_pct', {}).get('p50'), lambda v: f'{v:.1f}')}  "
              f"(P10 {margin['p10']:.1f}% – P90 {margin['p90']:.1f}%)"
     )
-    short = f"{first['probability']:.0%}{_interval(first.get('probability_ci'), lambda v: f'{100 * v:.0f}')}"
+    short = f"{first['probability']:.0%}{_interval(first.get('probability_ci'), percent)}"
     definition = summary.get("shortfall_definition")
     if definition:
         short += f"  (short: over {100 * definition['min_unserved_share']:g}% unserved"
         if definition.get("min_slo_attainment") is not None:
             short += f" or under {100 * definition['min_slo_attainment']:g}% in SLO"
+        if definition.get("min_duration") not in (None, "0s", 0):
+            short += f", for {definition['min_duration']} or more"
         short += ")"
     rows = [
         ("First shortfall", shortfall),
         ("Paths running short", short),
     ]
-    hours = q.get("shortfall_hours")
-    if hours and first["probability"] > 0:
-        gpu_hours = q["gpu_hours_short"]
+    hours, gpu_hours = q.get("shortfall_hours"), q.get("gpu_hours_short")
+    if hours and gpu_hours and first["probability"] > 0:  # (runs of earlier versions have no GPU-hours)
         rows.append(("Hours short", f"{hours['p50']:,.0f} h (P90 {hours['p90']:,.0f} h) · "
                                     f"{gpu_hours['p50']:,.0f} GPU-h (P90 {gpu_hours['p90']:,.0f})"))
     rows += [
@@ -98,6 +99,12 @@ def money_text(value: float | None) -> str:
     return f"${value:,.0f}"
 
 
+def percent(share: float) -> str:
+    """A share in whole percent, with a decimal below 1% (an upper bound of 0.5% is not "0")."""
+    value = 100 * share
+    return f"{value:.1f}" if 0 < value < 1 or 99 < value < 100 else f"{value:.0f}"
+
+
 def _in_unit_of(reference: float | None) -> Callable[[float], str]:
     """A formatter of amounts in the unit :func:`money_text` gives ``reference`` ("8.41" for
     $8.41M), for the bounds of its interval."""
@@ -120,10 +127,12 @@ def period_rows(summary: dict[str, Any], period: str = "year") -> list[dict[str,
         start = entry["start"][:4] if period == "year" else entry["start"][:7]
         p_short = entry["p_short"]
         hours = entry["hours"]
-        part = "" if hours >= _FULL_HOURS[period] else (f" ({hours / 24:,.0f} d)" if hours >= 24 else f" ({hours:g} h)")
+        begin = pd.Timestamp(entry["start"])
+        full = (begin + _PERIOD_LENGTH[period] - begin) / pd.Timedelta(hours=1)
+        part = "" if hours >= full else (f" ({hours / 24:,.0f} d)" if hours >= 24 else f" ({hours:g} h)")
         rows.append({
             period: start + part,
-            "P(short) %": f"{100 * p_short['value']:.0f}" + _interval(p_short["ci"], lambda v: f"{100 * v:.0f}", "–"),
+            "P(short) %": f"{100 * p_short['value']:.0f}" + _interval(p_short["ci"], percent, "–"),
             "GPU-h short": _plain(entry["gpu_hours_short"]["mean"]["value"]),
             "revenue $M": _median(entry["revenue_usd"], _millions, interval=False),
             "margin $M": _median(entry["gross_margin_usd"], _millions, interval=False),
@@ -132,7 +141,7 @@ def period_rows(summary: dict[str, Any], period: str = "year") -> list[dict[str,
     return rows
 
 
-_FULL_HOURS = {"year": 365 * 24, "quarter": 90 * 24, "month": 28 * 24}
+_PERIOD_LENGTH = {"year": pd.DateOffset(years=1), "quarter": pd.DateOffset(months=3), "month": pd.DateOffset(months=1)}
 
 
 def _median(figure: dict[str, Any], show: Callable[[float], str], sep: str = ", ", interval: bool = True) -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,7 +25,7 @@ import pandas as pd
 from simulator.errors import InputError
 from simulator.runs.intervals import half_width, mean_interval, quantile_interval, wilson_interval
 from simulator.runs.periods import LEVEL
-from simulator.runs.summary import QUANTILES, TOTAL_COLUMNS
+from simulator.runs.summary import QUANTILES, RATIOS, TOTAL_COLUMNS
 
 DEFAULT_TARGETS = {"shortfall_probability": "0.02", "gross_margin_pct_p50": "1"}
 DEFAULT_MAX_PATHS = 5000
@@ -68,6 +69,9 @@ def parse_targets(texts: dict[str, str] | list[str] | None) -> tuple[Target, ...
             if stat not in (*QUANTILES, "mean") or metric not in TOTAL_COLUMNS:
                 raise PrecisionError(f"--precision: {name!r} is not a figure; use shortfall_probability or a total "
                                      f"with _p10, _p50, _p90 or _mean (e.g. gross_margin_usd_p50)")
+            if stat == "mean" and metric in RATIOS:
+                raise PrecisionError(f"--precision: {name}: the mean of the paths' ratios is not a figure Fleetcast "
+                                     f"reports; use {metric}_p50")
         relative = text.endswith("%")
         try:
             width = float(text.removesuffix("%"))
@@ -75,6 +79,8 @@ def parse_targets(texts: dict[str, str] | list[str] | None) -> tuple[Target, ...
             raise PrecisionError(f"--precision: {name}: expected a half-width such as 0.02 or 1%, got {text!r}") from None
         if not width > 0 or not math.isfinite(width):
             raise PrecisionError(f"--precision: {name}: the half-width must be positive, got {text!r}")
+        if any(target.figure == name for target in targets):
+            raise PrecisionError(f"--precision: {name} is given twice")
         targets.append(Target(name, width, relative))
     return tuple(targets)
 
@@ -102,10 +108,17 @@ def measure(totals: pd.DataFrame, target: Target) -> tuple[float | None, float]:
 
 
 def status(totals: pd.DataFrame, targets: tuple[Target, ...]) -> dict[str, dict[str, float | bool | None]]:
-    """Per target: the estimate, the half-width reached, the half-width asked, and whether met."""
+    """Per target: the estimate, the half-width reached, the half-width asked, and whether met.
+
+    Raises :class:`PrecisionError` for a relative target on a figure that is 0: no number of
+    paths can bring a half-width to a share of nothing.
+    """
     out = {}
     for target in targets:
         value, width = measure(totals, target)
+        if target.relative and value == 0:
+            raise PrecisionError(f"--precision: {target.figure} is 0 over {len(totals):,} paths, so a half-width of "
+                                 f"{target.half_width:g}% of it can never be met; give an absolute half-width")
         allowed = target.half_width * (abs(value) / 100.0 if value is not None else math.nan) if target.relative \
             else target.half_width
         met = bool(width <= allowed) if math.isfinite(width) and not math.isnan(allowed) else False
@@ -130,3 +143,11 @@ def next_total(n: int, state: dict[str, dict[str, float | bool | None]], max_pat
 
 def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
+
+
+def variant_precision(results: Any, precision: Precision, base: str) -> dict[str, Any]:
+    """What a variant run at the base's number of paths reached on the same targets."""
+    per_path = pd.DataFrame(results.summary["per_path"])
+    state = status(per_path, precision.targets)
+    return {"met": all(entry["met"] for entry in state.values()), "max_paths": precision.max_paths,
+            "batches": [results.summary["paths"]], "targets": state, "paths_set_by": base}

@@ -32,8 +32,8 @@ from simulator.scenario.types import Frozen
 from simulator.units import UnitError, parse_duration
 
 _Z90 = 1.2815515655446004
-#: Top-level fields that shape the run itself and so cannot differ between paths.
-FIXED_FIELDS = ("name", "horizon", "seed", "paths")
+#: Top-level fields that shape the run itself (or how it is judged) and so cannot differ between paths.
+FIXED_FIELDS = ("name", "horizon", "seed", "paths", "shortfall")
 
 
 def _number(value: Any) -> float:
@@ -168,7 +168,8 @@ def extract_uncertain(data: dict[str, Any], root: Any) -> tuple[dict[str, Any], 
         if isinstance(node, dict):
             if "dist" in node and loc and loc[0] not in ("uncertain", "variants") and not _is_event_distribution(root, loc):
                 if loc[0] in FIXED_FIELDS:
-                    raise ScenarioError(loc, "cannot be uncertain: the horizon, seed and paths are the same on every path")
+                    raise ScenarioError(loc, "cannot be uncertain: the horizon, seed, paths and what counts as "
+                                             "running short are the same on every path")
                 spec = _validated(node, loc)
                 found[format_path(loc)] = spec.model_dump(exclude_none=True)
                 return _typed(root, loc, spec.center)
