@@ -139,11 +139,24 @@ def test_impossible_correlations_exit_2_naming_the_field(tmp_path, correlations,
     assert "line" in message
 
 
-def test_a_variant_that_fixes_a_correlated_input_drops_its_correlation():
+def test_a_variant_that_fixes_a_correlated_input_leaves_its_partners_draws_identical():
     data = _two_growths()
     data["correlations"] = [{"inputs": ["models[0].demand.base_rps", "models[1].demand.base_rps"], "rank": 0.6}]
-    data["variants"] = {"fixed": {"models[1].demand.base_rps": 2.0}}
-    fixed = variant_scenarios(simulator.load_scenario(data))["fixed"]
-    assert fixed.correlations == [] and set(fixed.uncertain) == {"models[0].demand.base_rps"}
-    overridden = simulator.load_scenario(data, {"models[0].demand.base_rps": 3.0})
-    assert overridden.correlations == []
+    # The copula mixes the keys in sorted order (Cholesky): models[1] is the one whose draw
+    # depends on its partner's score, so fix models[0].
+    data["variants"] = {"fixed": {"models[0].demand.base_rps": 4.0}}
+    base_scenario_, fixed = variant_scenarios(simulator.load_scenario(data)).values()
+    assert set(fixed.uncertain) == {"models[1].demand.base_rps"}
+    assert fixed.fixed_inputs == ["models[0].demand.base_rps"] and len(fixed.correlations) == 1
+    base, pinned = (simulator.load_scenario(s).model_dump(mode="json") for s in (base_scenario_, fixed))
+    unmixed = simulator.load_scenario(_two_growths(), {"models[0].demand.base_rps": 4.0}).model_dump(mode="json")
+    differs = 0
+    for path in range(50):
+        # The fixed input's score is still drawn and mixed, so its partner draws what it draws
+        # in the base run, path by path; without it, the partner would draw something else.
+        before, after = draw_inputs(base, 5, path)[1], draw_inputs(pinned, 5, path)[1]
+        assert after == {"models[1].demand.base_rps": before["models[1].demand.base_rps"]}
+        differs += draw_inputs(unmixed, 5, path)[1] != after
+    assert differs == 50
+    overridden = simulator.load_scenario(data, {"models[1].demand.base_rps": 3.0})
+    assert overridden.fixed_inputs == ["models[1].demand.base_rps"] and overridden.models[1].demand.base_rps == 3.0

@@ -170,11 +170,11 @@ def draw_inputs(data: dict[str, Any], seed: int, path: int) -> tuple[dict[str, A
     """
     from simulator.scenario import Scenario
     from simulator.scenario.correlation import Correlation, copula_factor, mix
-    from simulator.scenario.uncertain import apply_draws, input_keys
+    from simulator.scenario.uncertain import apply_draws, copula_keys
 
     uncertain = data["uncertain"]
-    base = {key: value for key, value in data.items() if key not in ("uncertain", "correlations")}
-    keys = input_keys(uncertain)
+    base = {key: value for key, value in data.items() if key not in ("uncertain", "correlations", "fixed_inputs")}
+    keys = copula_keys(uncertain, data.get("fixed_inputs") or [])
     scores = {key: float(path_generator(seed, path, STREAM_INPUTS, stream_key(key)).standard_normal())
               for key in sorted(set(keys.values()))}
     correlations = [Correlation.model_validate(entry) for entry in data.get("correlations") or ()]

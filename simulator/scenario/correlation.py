@@ -15,8 +15,10 @@ Two ways to tie inputs:
   any values one likes.
 
 Each input key (a field path, or ``draw:NAME``) draws its score from a stream of its own, so
-adding, removing or fixing one input leaves every other input's draws where they were.
-Only inputs named in a correlation are mixed; fixing one of those changes its partners.
+adding, removing or fixing one input leaves every other input's draws where they were. Only
+inputs named in a correlation are mixed; an override that fixes one of those keeps its key in
+the scenario's ``fixed_inputs``, whose score is still drawn and mixed (and not used), so its
+partners keep their draws too.
 """
 
 from __future__ import annotations

@@ -105,16 +105,28 @@ def _forget_uncertain(data: dict[str, Any], key: str) -> None:
 
     uncertain = data.get("uncertain")
     uncertain = uncertain if isinstance(uncertain, dict) else {}
-    before = set(input_keys(uncertain))
+    before = input_keys(uncertain)
     for field in list(uncertain):
         if under(field):
             del uncertain[field]
-    gone = before - set(input_keys(uncertain))
+    remaining = input_keys(uncertain)
     correlations = data.get("correlations")
-    if isinstance(correlations, list):  # an input fixed here is correlated with nothing
-        data["correlations"] = [entry for entry in correlations if not (
-            isinstance(entry, dict) and isinstance(entry.get("inputs"), list)
-            and any(name in gone or under(name) for name in map(str, entry["inputs"])))]
+    if not isinstance(correlations, list):
+        return
+    # An input fixed here keeps its place in the copula (as a key whose score is drawn and
+    # mixed but not used), so that its partners draw exactly what they draw in the base run.
+    pinned = data.get("fixed_inputs") if isinstance(data.get("fixed_inputs"), list) else []
+    for entry in correlations:
+        for name in entry.get("inputs", []) if isinstance(entry, dict) else []:
+            name = str(name)
+            if name in remaining:
+                continue
+            if name in before or under(name):
+                key = before.get(name, name)
+                if key not in pinned:
+                    pinned.append(key)
+    if pinned:
+        data["fixed_inputs"] = pinned
 
 
 def _extract_uncertain(data: dict[str, Any]) -> dict[str, Any]:

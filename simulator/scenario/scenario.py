@@ -25,7 +25,7 @@ from simulator.scenario.served import ServedModel
 from simulator.scenario.shortfall import Shortfall
 from simulator.scenario.training import LaunchAfter, Training
 from simulator.scenario.types import Frozen
-from simulator.scenario.uncertain import Uncertain, input_keys
+from simulator.scenario.uncertain import Uncertain, copula_keys
 
 
 class Scenario(Frozen):
@@ -61,6 +61,11 @@ class Scenario(Frozen):
     correlations: list[Correlation] = Field(
         default_factory=list,
         description="Rank correlations between uncertain inputs (field paths or draw names)",
+    )
+    fixed_inputs: list[str] = Field(
+        default_factory=list,
+        description="Correlated inputs fixed by an override (a variant, --set): their draws still mix into "
+        "their partners', so the partners draw on each path what they draw without the override",
     )
     variants: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
@@ -215,7 +220,7 @@ def _check_uncertain(scenario: Scenario) -> None:
     for path, spec in sorted(scenario.uncertain.items()):
         if spec.draw is not None and spec.draw in scenario.uncertain:
             raise ScenarioError(("uncertain", path, "draw"), f"{spec.draw!r} is a field path; name the draw otherwise")
-    copula_factor(scenario.correlations, input_keys(scenario.uncertain))
+    copula_factor(scenario.correlations, copula_keys(scenario.uncertain, scenario.fixed_inputs))
 
 
 def _check_replica_serving(model: ServedModel, index: int) -> None:

@@ -26,6 +26,8 @@ def dump_scenario(scenario: Scenario) -> str:
     data: dict[str, Any] = scenario.model_dump(mode="json")
     data["uncertain"] = {path: {k: v for k, v in spec.items() if v is not None}
                          for path, spec in data.get("uncertain", {}).items()}
+    if not data.get("fixed_inputs"):  # written only when an override fixed a correlated input
+        data.pop("fixed_inputs", None)
     for model in data.get("models", []):  # a pool's entry: only what it gives or what was derived
         for pool, shape in (model.get("replicas") or {}).items():
             serving = {k: v for k, v in (shape.get("serving") or {}).items() if v is not None}

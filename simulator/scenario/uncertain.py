@@ -192,6 +192,12 @@ def input_keys(uncertain: dict[str, Any]) -> dict[str, str]:
     return keys
 
 
+def copula_keys(uncertain: dict[str, Any], fixed_inputs: list[str]) -> dict[str, str]:
+    """The names correlations may use: the uncertain inputs and draws, and the input keys of
+    correlated inputs an override fixed (a draw's key ``draw:NAME`` is named ``NAME``)."""
+    return {**{key.removeprefix("draw:"): key for key in fixed_inputs}, **input_keys(uncertain)}
+
+
 def apply_draws(data: dict[str, Any], uncertain: dict[str, Any], scores: dict[str, float],
                 root: Any) -> tuple[dict[str, Any], dict[str, float]]:
     """One path's values: ``data`` with every uncertain field set from the normal score of
