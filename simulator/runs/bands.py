@@ -8,7 +8,7 @@ one column at a time and computes the exact quantiles of each step across paths 
 default, linear interpolation, as for the summary's quantiles) and the mean.
 
 Memory: at most ``block_bytes`` of path values (plus their float64 copy) at a time, however
-many paths; the disk holds ``paths × steps × columns × 4`` bytes (about 6.3 GB for 10,000
+many paths; the disk holds ``paths × steps × columns × 4`` bytes (about 7.0 GB for 10,000
 hourly path-years), removed when the store is closed. Values are stored as float32: a band
 is exact for the stored values, within 6·10⁻⁸ relative of the float64 series.
 """

@@ -6,7 +6,7 @@ the path's tables and digest, about ``1800 + 250·pools + 200·models`` bytes pe
 kept path its pool and model tables too (``400·pools + 250·models + 100`` more); the main process holds
 the kept paths' tables (concatenated once at the end, so twice), the band store while it is
 small, and the pooled training waits. A 25% margin is added. Band stores above 256 MB go to
-a temporary file (``paths × steps × 19 × 4`` bytes), which must fit on that disk.
+a temporary file (``paths × steps × 20 × 4`` bytes), which must fit on that disk.
 
 The limit is the memory the system reports available (``MemAvailable``), or
 ``FLEETCAST_MEMORY_LIMIT`` (e.g. ``8GB``) when set.
