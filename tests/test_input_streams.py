@@ -105,13 +105,13 @@ def test_a_correlation_may_name_a_draw_and_the_run_reports_rank_correlations():
     data["pricing"] = {"output_usd_per_1m": {"dist": "uniform", "low": 1.0, "high": 3.0}}
     data["correlations"] = [{"inputs": ["market", "pricing.output_usd_per_1m"], "rank": -0.5}]
     data["models"][0]["demand"]["base_rps"] = 4.0
-    result = run(data, paths=150, keep_paths=0)
+    result = run(data, paths=60, keep_paths=0)
     drawn = result.inputs.drop(columns="path")
     ranks = drawn.to_numpy().argsort(axis=0).argsort(axis=0)
     expected = np.corrcoef(ranks.T)[0, 1]
     reported = result.summary["inputs_rank_correlation"]["models[1].demand.base_rps"]["pricing.output_usd_per_1m"]
     assert reported == pytest.approx(expected, abs=1e-12)
-    assert reported == pytest.approx(-0.5, abs=0.2)  # about 3 standard errors at 150 paths
+    assert reported == pytest.approx(-0.5, abs=0.3)  # about 3 standard errors at 60 paths
 
 
 @pytest.mark.parametrize("correlations, path, words", [
