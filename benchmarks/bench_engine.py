@@ -35,7 +35,7 @@ from simulator.path import kernels as K  # noqa: E402
 from simulator.path.compiled import compile_scenario  # noqa: E402
 from simulator.path.engine import draw_demand, run_path  # noqa: E402
 
-#: reference key -> (engine array, column)
+#: reference key -> (engine array, column or the columns it adds up)
 COMPARED = {
     "pool_installed": ("pool", K.POOL_INSTALLED),
     "pool_available": ("pool", K.POOL_AVAILABLE),
@@ -48,6 +48,7 @@ COMPARED = {
     "pool_energy": ("pool", K.POOL_ENERGY),
     "pool_energy_kwh": ("pool", K.POOL_ENERGY_KWH),
     "pool_facility": ("pool", K.POOL_FACILITY),
+    "pool_rnd": ("pool", (K.POOL_RND_DEPRECIATION, K.POOL_RND_CLOUD, K.POOL_RND_ENERGY, K.POOL_RND_FACILITY)),
     "model_demand": ("model", K.MODEL_DEMAND),
     "model_served": ("model", K.MODEL_SERVED),
     "model_unserved": ("model", K.MODEL_UNSERVED),
@@ -62,6 +63,8 @@ RTOL, ATOL = 1e-9, 1e-6
 def engine_array(result, key: str) -> np.ndarray:
     kind, column = COMPARED[key]
     if kind == "pool":
+        if isinstance(column, tuple):
+            return result.pool_out[:, :, list(column)].sum(axis=2)
         return result.pool_out[:, :, column]
     if kind == "model":
         return result.model_out[:, :, column]

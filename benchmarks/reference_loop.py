@@ -40,6 +40,9 @@ GPUs first (whether or not their life is over) and stop their depreciation; ener
 ``installed × TDP × server_power_factor × usd_per_kw_month / month``. On-demand pools:
 ``installed × usd_per_gpu_hour`` prorated, nothing else. Other costs are fleet-wide
 ``usd_per_month / month`` prorated; a month is a year of 365.25 days over 12.
+R&D (training) cost: a pool no model lists exists for training, so all of its cost, idle
+GPUs included, is R&D; in a pool some model lists, only training is (none here: the
+reference runs no jobs), the rest is COGS.
 """
 
 from __future__ import annotations
@@ -70,6 +73,7 @@ POOL_KEYS = (
     "energy_kwh",
     "facility",
     "cost",
+    "rnd",
 )
 MODEL_KEYS = ("demand", "served", "unserved", "replicas", "shortfall_gpus", "revenue")
 
@@ -108,6 +112,7 @@ class Pool:
     def __init__(self, spec: Any, scenario: Any) -> None:
         acquisition = spec.acquisition
         self.name = spec.name
+        self.serves_model = any(spec.name in model.pools for model in scenario.models)
         self.owned = acquisition.type == "owned"
         self.installed = 0
         self.training = 0
@@ -308,6 +313,7 @@ class ReferenceLoop:
                 out["energy_kwh"][k][p] = kwh
                 out["facility"][k][p] = facility
                 out["cost"][k][p] = cost
+                out["rnd"][k][p] = 0.0 if pool.serves_model else cost
             self.out_other[k] = other
             self.out_cost[k] = cost_total
             self.out_revenue[k] = revenue_total

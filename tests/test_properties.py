@@ -157,6 +157,7 @@ def test_kernel_equals_its_python_function(data, draws):
         return channels.ints, channels.floats, channels.heap_time, channels.heap_count, channels.expo, channels.repair
     blocked = rng.integers(0, 5, n_pools)
     training_floor = rng.integers(0, 4, n_pools)
+    serves_model = rng.random(n_pools) < 0.7
     n_models = len(plan.model_names)
     api_mode = rng.integers(0, 3, n_models)
     api_limit = np.where(rng.random(n_models) < 0.5, np.inf, rng.uniform(0, 5000, n_models))
@@ -170,7 +171,7 @@ def test_kernel_equals_its_python_function(data, draws):
         fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
            plan.revenue_per_request, plan.fixed_revenue, api_mode, api_limit, plan.api_cost_per_request + 1e-4,
            plan.slo_load, plan.slo_attainment, installed, installed - available, is_spot, blocked, training, training_floor,
-           depreciation, plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw,
+           serves_model, depreciation, plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw,
            plan.usd_per_kwh, plan.other_usd_s, *outage_state(), pool_out, model_out, other_out)
         return pool_out, model_out, other_out
 

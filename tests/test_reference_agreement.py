@@ -36,7 +36,8 @@ LAUNCH_SHORT = {
     "training.streams": [],
 }
 
-# Two models sharing an owned and an on-demand pool in opposite orders of preference. The
+# Two models sharing an owned and an on-demand pool in opposite orders of preference, and an
+# idle owned pool no model lists (all R&D). The
 # owned GPUs' life is 0.05 y = 438.3 h: the initial cohort's depreciation ends at 438.3 h
 # (step 439) and the 125.5 h purchase's at 563.8 h (step 564), both inside the 720 h horizon.
 SHARED: dict = {
@@ -61,6 +62,14 @@ SHARED: dict = {
                 "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 2.5},
                 "count": 8,
                 "changes": [{"at": "10d", "add": 4}, {"at": "20d", "remove": 6}],
+            },
+            {
+                # No model lists it: it exists for training, so all its cost is R&D.
+                "name": "lab",
+                "gpu": "H100",
+                "acquisition": {"type": "owned", "price_usd": 20000, "depreciation_years": 3},
+                "count": 8,
+                "changes": [{"at": "15.5d", "add": 4}],
             },
         ]
     },
@@ -148,6 +157,9 @@ def test_shared_pools_agree(remove_at: str):
     assert ref["pool_inference"][:, 1].max() > 0
     depreciation = ref["pool_depreciation"][:, 0]
     assert depreciation[-1] == 0 and depreciation[438] > depreciation[439] > 0
+    # R&D: every dollar of the training-only pool, nothing of the two serving pools.
+    assert (ref["pool_rnd"][:, 2] == ref["pool_cost"][:, 2]).all() and ref["pool_rnd"][:, 2].min() > 0
+    assert (ref["pool_rnd"][:, :2] == 0).all()
     assert_agree(ref, result)
 
 
@@ -170,8 +182,8 @@ def test_reference_by_hand():
     # chat needs 2 replicas (8 GPUs), embed 3 (6 GPUs): embed takes 3 x 2 of the 8 cloud GPUs.
     assert ref["model_replicas"].tolist() == [[2, 3]] * 6
     assert ref["pool_installed"][:, 0].tolist() == [16, 16, 16, 20, 12, 12]
-    assert ref["pool_inference"][0].tolist() == [8, 6]
-    assert ref["pool_busy"][0] == pytest.approx([8 * 30000 / 43200, 2 * 20000 / 9000])
+    assert ref["pool_inference"][0].tolist() == [8, 6, 0]  # the lab pool serves nothing
+    assert ref["pool_busy"][0] == pytest.approx([8 * 30000 / 43200, 2 * 20000 / 9000, 0.0])
     life_s = 0.05 * 365.25 * 86400
     # Removing 8 at 4 h retires 8 of the 16 initial GPUs (oldest first); 8 + 4 remain.
     expected = [16, 16, 16, 20, 12, 12]
@@ -188,3 +200,8 @@ def test_reference_by_hand():
     assert ref["pool_energy"][:, 1].max() == 0 and ref["pool_facility"][:, 1].max() == 0
     assert ref["other"][0] == pytest.approx(5000 / SECONDS_PER_MONTH * 3600)
     assert ref["model_revenue"][0].tolist() == pytest.approx([30000 * 0.0015, 20000 * 0.0001])
+    # The lab pool, in one hour: 8 idle GPUs depreciating 20000 / 3 y, drawing 30% of
+    # 0.7 × 1.8 × 1.3 kW at $0.083/kWh, and 8 × 0.7 × 1.8 kW of facility at $184/kW-month;
+    # no model lists it, so all of it is R&D, and none of the serving pools' cost is.
+    lab = 8 * 20000 / (3 * 365.25 * 86400) * 3600 + 8 * kw * 0.3 * 0.083 + 8 * 0.7 * 1.8 * 184 / SECONDS_PER_MONTH * 3600
+    assert ref["pool_rnd"][0].tolist() == pytest.approx([0.0, 0.0, lab])

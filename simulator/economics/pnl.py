@@ -2,9 +2,9 @@
 
 Months are calendar months (the first month starts at the horizon's start). Per month:
 revenue; COGS by component (inference compute and the capacity held for it, the external
-API, other infrastructure costs); R&D compute by component (training); gross margin =
-revenue − COGS; operating result = gross margin − R&D compute; interest on the financing;
-net result. Cash: revenue and every cost but depreciation are paid as they accrue,
+API, other infrastructure costs); R&D compute by component (training, and all of a pool no
+model uses); gross margin = revenue − COGS; operating result = gross margin − R&D compute;
+interest on the financing; net result. Cash: revenue and every cost but depreciation are paid as they accrue,
 purchases are paid on delivery (capex), a share of each month's capex may be borrowed and
 repaid in equal monthly instalments (an annuity) starting the month after.
 """

@@ -97,6 +97,7 @@ class CompiledScenario:
     changes: tuple[PoolChange, ...]
     orders: tuple[PoolOrder, ...]
     power_caps: tuple[tuple[float, float], ...]  # (at_s, kW), sorted
+    serves_model: np.ndarray  # bool: some model lists the pool (else its cost is all R&D)
     # Models.
     model_keys: tuple[int, ...]
     # Replicas per (model, preference slot j): the shape of model m's replicas on pool preferences[m, j].
@@ -208,6 +209,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         changes=changes,
         orders=orders,
         power_caps=caps,
+        serves_model=np.isin(np.arange(len(pools)), preferences),
         model_keys=tuple(stream_key(model.name) for model in models),
         capacity_per_step=capacity,
         gpus_per_replica=gpus_per_replica,

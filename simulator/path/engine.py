@@ -114,6 +114,7 @@ class StepClock:
             fleet.blocked,
             fleet.training,
             fleet.training_floor,
+            plan.serves_model,
             fleet.depreciation_usd_s,
             plan.cloud_usd_gpu_s,
             plan.facility_usd_gpu_s,

@@ -113,6 +113,7 @@ def integrate_interval(
     power_blocked,
     training,
     training_floor,
+    serves_model,
     depreciation_usd_s,
     cloud_usd_gpu_s,
     facility_usd_gpu_s,
@@ -152,6 +153,7 @@ def integrate_interval(
         is_spot: per pool, billed only for GPUs running (else for GPUs installed).
         power_blocked: delivered GPUs per pool waiting for site power.
         training_floor: GPUs per pool kept from inference for training (a dedicated partition).
+        serves_model: per pool, some model lists it; a pool that serves none is all R&D.
         outage_*, heap_*: the outage channels' state (:mod:`simulator.path.fleet.outages`).
         depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
         cloud_usd_gpu_s: rental price per installed GPU, USD per second.
@@ -254,13 +256,20 @@ def integrate_interval(
             depreciation = depreciation_usd_s[p] * step_s
             kwh = (busy[p] * busy_kw[p] + (avail - busy[p]) * idle_kw[p]) * hours
             energy = kwh * usd_per_kwh
-            # GPUs held for training: those running jobs, and idle ones of a dedicated partition.
-            held = min(max(train, training_floor[p]), avail)
-            share = held / installed[p] if installed[p] > 0 else 0.0
-            pool_out[k, p, POOL_RND_DEPRECIATION] = depreciation * share
-            pool_out[k, p, POOL_RND_CLOUD] = cloud * (held / billed[p] if billed[p] > 0 else 0.0)
-            pool_out[k, p, POOL_RND_ENERGY] = (train * busy_kw[p] + (held - train) * idle_kw[p]) * hours * usd_per_kwh
-            pool_out[k, p, POOL_RND_FACILITY] = facility * share
+            if serves_model[p]:
+                # GPUs held for training: those running jobs, and idle ones of a dedicated
+                # partition; the rest (idle, failed) is capacity held for inference.
+                held = min(max(train, training_floor[p]), avail)
+                share = held / installed[p] if installed[p] > 0 else 0.0
+                pool_out[k, p, POOL_RND_DEPRECIATION] = depreciation * share
+                pool_out[k, p, POOL_RND_CLOUD] = cloud * (held / billed[p] if billed[p] > 0 else 0.0)
+                pool_out[k, p, POOL_RND_ENERGY] = (train * busy_kw[p] + (held - train) * idle_kw[p]) * hours * usd_per_kwh
+                pool_out[k, p, POOL_RND_FACILITY] = facility * share
+            else:  # a pool no model uses exists for training: all of it, idle and failed GPUs too
+                pool_out[k, p, POOL_RND_DEPRECIATION] = depreciation
+                pool_out[k, p, POOL_RND_CLOUD] = cloud
+                pool_out[k, p, POOL_RND_ENERGY] = energy
+                pool_out[k, p, POOL_RND_FACILITY] = facility
             pool_out[k, p, POOL_INSTALLED] = installed[p]
             pool_out[k, p, POOL_AVAILABLE] = avail
             pool_out[k, p, POOL_INFERENCE] = inference[p]
