@@ -1,4 +1,5 @@
-"""Inference demand: expected request rates over the horizon, and the noisy counts per step."""
+"""Inference demand: expected request rates over the horizon, day-to-day volatility, and the noisy
+counts per step."""
 
 from simulator.demand.rates import (
     expected_counts,
@@ -6,5 +7,6 @@ from simulator.demand.rates import (
     expected_rate,
     sample_counts,
 )
+from simulator.demand.volatility import volatility_factor
 
-__all__ = ["expected_counts", "expected_level_counts", "expected_rate", "sample_counts"]
+__all__ = ["expected_counts", "expected_level_counts", "expected_rate", "sample_counts", "volatility_factor"]

@@ -1,6 +1,7 @@
 """Expected request rate at any time, and requests per step drawn around it.
 
-The rate is ``base × growth × daily × weekly`` (see :mod:`simulator.scenario.demand`).
+The rate is ``base × growth × daily × weekly`` (see :mod:`simulator.scenario.demand`); the
+day-to-day volatility factor of a path is drawn in :mod:`simulator.demand.volatility`.
 A step's expected count is the rate integrated over the step: growth is integrated exactly
 (constant, exponential; linear, logistic and piecewise at the step's midpoint, which is exact
 for a line), the seasonal factor is averaged exactly over the step, and their product is
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from simulator.demand.profiles import profile_seasonal
 from simulator.scenario.demand import (
     ConstantGrowth,
     Demand,
@@ -54,7 +56,10 @@ def expected_level_counts(demand: Demand, horizon: Horizon, launch_s: float | No
 
 
 def sample_counts(expected: np.ndarray, noise: str, rng: np.random.Generator) -> np.ndarray:
-    """Requests per step: Poisson around the expected counts, or the counts themselves."""
+    """Requests per step: Poisson around the expected counts, or the counts themselves.
+
+    ``expected`` already carries the path's volatility factor, if any.
+    """
     if noise == "none":
         return expected.astype(np.float64, copy=True)
     return rng.poisson(expected).astype(np.float64)
@@ -129,18 +134,23 @@ def _seasonal(
 ) -> np.ndarray:
     """Seasonal factor averaged over ``[t - width/2, t + width/2]`` (exactly; 0 = at ``t``).
 
+    Profiles are integrated by :func:`simulator.demand.profiles.profile_seasonal`; two cosines
+    as follows.
+
     With ``A = ω_d t − φ_d`` and ``B = ω_w t − φ_w`` the factor is
     ``(1 + a_d cos A)(1 + a_w cos B) = 1 + a_d cos A + a_w cos B + a_d a_w (cos(A+B) + cos(A−B))/2``,
     and the mean of ``cos(ω t − φ)`` over a window of width ``w`` centred on ``m`` is
     ``cos(ω m − φ) · sinc(ω w / 2)``.
     """
     season = demand.seasonality
-    a_d, a_w = season.daily_amplitude, season.weekly_amplitude
-    if a_d == 0 and a_w == 0:
-        return np.ones_like(seconds)
     start = horizon.start
     day_offset = (start - start.normalize()).total_seconds()
     week_offset = start.weekday() * SECONDS_PER_DAY + day_offset  # since Monday 00:00 UTC
+    if season.hourly is not None or season.weekly is not None:
+        return profile_seasonal(season, week_offset, seconds, width)
+    a_d, a_w = season.daily_amplitude, season.weekly_amplitude
+    if a_d == 0 and a_w == 0:
+        return np.ones_like(seconds)
     w_d, w_w = 2 * np.pi / SECONDS_PER_DAY, 2 * np.pi / _WEEK
     phase_d = w_d * (seconds + day_offset - season.peak_hour * 3600.0)
     phase_w = w_w * (seconds + week_offset - (season.peak_weekday + 0.5) * SECONDS_PER_DAY)

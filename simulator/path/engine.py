@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from simulator.demand import sample_counts
+from simulator.demand import sample_counts, volatility_factor
 from simulator.path.compiled import CompiledScenario
 from simulator.path.fleet import FleetState
 from simulator.path.fleet.autoscaler import autoscaler
@@ -38,6 +38,7 @@ from simulator.path.streams import (
     STREAM_FAILURES,
     STREAM_ORDERS,
     STREAM_PREEMPTION,
+    STREAM_VOLATILITY,
     path_generator,
 )
 from simulator.path.training.runtime import start_training
@@ -159,12 +160,26 @@ def _first_step_at_or_after(seconds: float, step_s: float) -> int:
 
 
 def draw_demand(plan: CompiledScenario, seed: int, path: int) -> np.ndarray:
-    """Requests per step for every model, from the path's demand streams."""
+    """Requests per step for every model, from the path's demand streams.
+
+    A model with ``volatility`` has its expected counts scaled by its day-to-day factor (its
+    own stream) before the counting noise (the demand stream) is drawn around them.
+    """
     demand = np.empty_like(plan.expected_demand)
     for m, noise in enumerate(plan.noise):
+        expected = plan.expected_demand[:, m] * demand_factor(plan, m, seed, path)
         rng = path_generator(seed, path, STREAM_DEMAND, plan.model_keys[m])
-        demand[:, m] = sample_counts(plan.expected_demand[:, m], noise, rng)
+        demand[:, m] = sample_counts(expected, noise, rng)
     return demand
+
+
+def demand_factor(plan: CompiledScenario, model: int, seed: int, path: int) -> np.ndarray | float:
+    """The model's day-to-day volatility factor per step on this path (1 without volatility)."""
+    volatility = plan.demands[model].volatility
+    if volatility is None:
+        return 1.0
+    rng = path_generator(seed, path, STREAM_VOLATILITY, plan.model_keys[model])
+    return volatility_factor(volatility, plan.horizon, rng)
 
 
 def _scheduled_change(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, delta: int):

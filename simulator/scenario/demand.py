@@ -1,10 +1,11 @@
 """How a served model's request rate evolves: base rate, growth, seasonality, noise.
 
 The expected rate at time t is ``base_rps × growth(t) × daily(t) × weekly(t)`` (a piecewise
-curve gives absolute rates and replaces ``base_rps × growth``). Growth is counted from the
-demand's ``start`` (the launch); before it the rate is zero. Noise is Poisson: the number of
-requests in a step is Poisson with the expected count as its mean; ``noise: none`` gives the
-expected count itself, so a test can compute the answer by hand.
+curve gives absolute rates and replaces ``base_rps × growth``); each cycle is a cosine or a
+profile of multipliers. Growth is counted from the demand's ``start`` (the launch); before it
+the rate is zero. An optional day-to-day ``volatility`` factor (mean 1) multiplies it on each
+path. Noise is Poisson: the number of requests in a step is Poisson with that count as its
+mean; ``noise: none`` gives the count itself, so a test can compute the answer by hand.
 """
 
 from __future__ import annotations
@@ -118,9 +119,11 @@ Growth = Annotated[
 
 
 class Seasonality(Frozen):
-    """Daily and weekly cycles, each ``1 + amplitude × cos(2π (t − peak) / period)``.
+    """Daily and weekly cycles: a cosine ``1 + amplitude × cos(2π (t − peak) / period)`` or a profile.
 
-    Both cycles average to 1 over whole weeks, so they move load around without changing
+    A profile (``hourly``: 24 multipliers by UTC hour, ``weekly``: 7 by weekday, Monday first)
+    replaces that cycle's cosine; it is scaled so that its mean over the cycle is 1. Either
+    way both cycles average to 1 over whole weeks, so they move load around without changing
     the total. Times are UTC.
     """
 
@@ -129,6 +132,51 @@ class Seasonality(Frozen):
     weekly_amplitude: Fraction = 0.0
     peak_weekday: Annotated[int, Field(ge=0, le=6)] = Field(
         default=2, description="0 = Monday … 6 = Sunday"
+    )
+    hourly: list[NonNegative] | None = Field(
+        default=None, description="24 multipliers by UTC hour of day, scaled to mean 1 (replaces the daily cosine)"
+    )
+    weekly: list[NonNegative] | None = Field(
+        default=None, description="7 multipliers by weekday, Monday first, scaled to mean 1 (replaces the weekly cosine)"
+    )
+
+    @field_validator("hourly")
+    @classmethod
+    def _hourly(cls, value: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        return _profile(value, 24, "hour of day", info.data.get("daily_amplitude", 0.0), "daily_amplitude")
+
+    @field_validator("weekly")
+    @classmethod
+    def _weekly(cls, value: list[float] | None, info: ValidationInfo) -> list[float] | None:
+        return _profile(value, 7, "weekday", info.data.get("weekly_amplitude", 0.0), "weekly_amplitude")
+
+
+def _profile(value: list[float] | None, length: int, unit: str, amplitude: float, cosine: str) -> list[float] | None:
+    if value is None:
+        return None
+    if len(value) != length:
+        raise ValueError(f"needs {length} multipliers (one per {unit}), got {len(value)}")
+    if not any(v > 0 for v in value):
+        raise ValueError("multipliers are all 0; at least one must be positive")
+    if amplitude:
+        raise ValueError(f"a profile replaces the cosine: give this or '{cosine}', not both")
+    return value
+
+
+class Volatility(Frozen):
+    """Day-to-day swings: one multiplicative factor per UTC calendar day, AR(1) on the log scale.
+
+    ``x_d = persistence · x_{d−1} + sqrt(1 − persistence²) · daily_sigma · ε_d`` (``x_0 =
+    daily_sigma · ε_0``, ε standard normal) keeps ``x`` stationary with standard deviation
+    ``daily_sigma`` and lag-1 autocorrelation ``persistence``; the factor ``f_d = exp(x_d −
+    daily_sigma²/2)`` then has mean 1.
+    """
+
+    daily_sigma: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        description="Standard deviation of the log factor (0.1 ≈ ±10% from day to day)"
+    )
+    persistence: Fraction = Field(
+        default=0.0, description="Lag-1 autocorrelation of the log factor from one day to the next"
     )
 
 
@@ -143,6 +191,9 @@ class Demand(Frozen):
     )
     growth: Growth = Field(default_factory=ConstantGrowth)
     seasonality: Seasonality = Field(default_factory=Seasonality)
+    volatility: Volatility | None = Field(
+        default=None, description="Day-to-day multiplicative swings (default off); applies with noise: none too"
+    )
     noise: Literal["poisson", "none"] = "poisson"
     input_tokens: NonNegative = Field(default=1000.0, description="Mean prompt tokens per request")
     output_tokens: NonNegative = Field(default=250.0, description="Mean output tokens per request")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from simulator.demand import sample_counts
+from simulator.demand import sample_counts, volatility_factor
 from simulator.path.compiled import launch_arrays
-from simulator.path.streams import STREAM_DEMAND, STREAM_TRAINING
+from simulator.path.streams import STREAM_DEMAND, STREAM_TRAINING, STREAM_VOLATILITY
 from simulator.path.training.policies import POLICIES
 from simulator.path.training.scheduler import Cluster, PoolScheduler, TrainingLog
 from simulator.path.training.sources import make_jobs, stream_jobs, submitter
@@ -44,19 +44,28 @@ def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> Tra
     for model, job_name, delay in plan.launches:
         job = by_name[job_name]
         job.finished = job.finished or env.event()
-        env.process(_launch_after(env, clock, plan, model, job, delay, generator(STREAM_DEMAND, plan.model_keys[model])))
+        volatility = plan.demands[model].volatility
+        factor = 1.0 if volatility is None else volatility_factor(
+            volatility, plan.horizon, generator(STREAM_VOLATILITY, plan.model_keys[model]))
+        env.process(_launch_after(env, clock, plan, model, job, delay, factor,
+                                  generator(STREAM_DEMAND, plan.model_keys[model])))
     env.process(submitter(env, jobs, schedulers))
     return log
 
 
-def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: float, rng: np.random.Generator):
-    """When ``job`` completes, demand for ``model`` starts ``delay`` later."""
+def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: float, factor,
+                  rng: np.random.Generator):
+    """When ``job`` completes, demand for ``model`` starts ``delay`` later.
+
+    ``factor`` is the model's day-to-day volatility factor per step (or 1), as in ``draw_demand``.
+    """
     yield job.finished
     yield env.timeout(delay)
     clock.advance()
     expected, subscribers, revenue = launch_arrays(plan, model, env.now)
     first = clock.next_step
-    clock.demand[first:, model] = sample_counts(expected[first:], plan.noise[model], rng)
+    noisy = expected * factor
+    clock.demand[first:, model] = sample_counts(noisy[first:], plan.noise[model], rng)
     clock.subscribers[first:, model] = subscribers[first:]
     clock.fixed_revenue[first:, model] = revenue[first:]
     pool = plan.preferences[model, 0]
