@@ -4,6 +4,11 @@ Scenarios speak in durations such as ``90d``, ``2h``, ``15min`` or ``50ms`` and 
 the engine speaks in float seconds since the start of the horizon. Parsing is pandas'
 ``Timedelta``/``Timestamp``; this module only adds the conventions pandas lacks (months and
 years for planning, a compact way back to text) and one-line error messages.
+
+A month or a year has two meanings. As a length (a lead time, a repair time, a rate "per
+month") it is fixed: a month is 30.4375 days, a year 365.25 days. Added to a date to make an
+end (a horizon's ``duration``, a reservation's ``term``), a whole number of months or years is
+calendar time: 1y from 2027-01-01 ends on 2028-01-01 (:func:`calendar_months`, :func:`add_term`).
 """
 
 from __future__ import annotations
@@ -85,6 +90,29 @@ def _parse_duration_text(text: str) -> float:
     if pd.isna(delta):
         raise UnitError(f"expected a duration, got {text!r}")
     return delta.total_seconds()
+
+
+def calendar_months(value: object) -> int | None:
+    """Whole calendar months of a duration written in months or years, else None.
+
+    ``"12mo"`` and ``"1y"`` are 12, ``"1.5y"`` is 18; ``"0.5mo"``, ``"30d"`` or a number of
+    seconds are None (a fixed length).
+    """
+    if not isinstance(value, str):
+        return None
+    match = _CALENDAR_RE.match(value.lower())
+    if not match or _CALENDAR_UNITS.get(match.group(2)) not in (SECONDS_PER_MONTH, SECONDS_PER_YEAR):
+        return None
+    per = 12 if _CALENDAR_UNITS[match.group(2)] == SECONDS_PER_YEAR else 1
+    months = float(match.group(1)) * per
+    return int(round(months)) if abs(months - round(months)) < 1e-9 and months >= 1 else None
+
+
+def add_term(start: pd.Timestamp, seconds: float, months: int | None) -> pd.Timestamp:
+    """The end of a term from ``start``: ``months`` calendar months, or else ``seconds``."""
+    if months is not None:
+        return start + pd.DateOffset(months=months)
+    return start + pd.Timedelta(seconds=seconds)
 
 
 def format_duration(seconds: float) -> str:

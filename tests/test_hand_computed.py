@@ -121,12 +121,16 @@ def test_idle_gpus_draw_their_idle_power():
 
 
 def test_facility_is_provisioned_kw_times_price_per_kw_month():
-    # 8 H100 * 0.7 kW * server factor 1.8 = 10.08 kW at $150/kW-month for one month.
+    # 8 H100 * 0.7 kW * server factor 1.8 = 10.08 kW at $150/kW-month. The horizon "1mo" from
+    # 2026-01-01 is calendar January, 31 days (it ends 2026-02-01); the price is per fixed
+    # 30.4375-day month, so January costs 10.08 * 150 * 31 / 30.4375 = $1,539.94 (it was
+    # $1,512 when "1mo" was a 30.4375-day horizon).
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "1mo", "step": "15min"})
     data["facility"] = {"usd_per_kw_month": 150}
     data["energy"] = {"usd_per_kwh": 0.0, "server_power_factor": 1.8}
     ts = run(data).timeseries
-    assert ts["cost_facility_usd"].sum() == pytest.approx(10.08 * 150, rel=1e-12)
+    assert len(ts) == 31 * 96
+    assert ts["cost_facility_usd"].sum() == pytest.approx(10.08 * 150 * 31 / 30.4375, rel=1e-12)
 
 
 def test_rented_gpus_pay_no_energy_or_facility():
@@ -139,10 +143,13 @@ def test_rented_gpus_pay_no_energy_or_facility():
 
 
 def test_other_costs_are_spread_evenly_per_month():
+    # "2mo" from 2026-01-01 is calendar January + February = 59 days = 1,416 h; $10,000 per
+    # fixed 730.5-hour month (30.4375 days): 10,000 * 1,416 / 730.5 = $19,383.98 (it was
+    # $20,000 when the horizon was two fixed months).
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "2mo", "step": "1h"})
     data["other_costs"] = {"usd_per_month": 10_000}
     ts = run(data).timeseries
-    assert ts["cost_other_usd"].sum() == pytest.approx(20_000, rel=1e-12)
+    assert ts["cost_other_usd"].sum() == pytest.approx(10_000 * 1416 / 730.5, rel=1e-12)
 
 
 def test_revenue_margin_and_cost_split():
@@ -189,13 +196,14 @@ def test_models_listed_first_are_served_first_when_capacity_is_short():
 
 def test_exponential_growth_integrates_exactly():
     # 10 req/s growing 20% a month, no noise, 6 months: total = 10 * (e^{rT} - 1) / r with
-    # r = ln(1.2) per month, T = 6 months.
+    # r = ln(1.2) per fixed month; "6mo" from 2026-01-01 ends 2026-07-01 (calendar), so
+    # T = 31+28+31+30+31+30 = 181 days (not 6 * 30.4375 = 182.625).
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "6mo", "step": "1h"})
     data["models"][0]["demand"].update(base_rps=10.0, growth={"kind": "exponential", "rate_per_month": 0.2})
     data["models"][0]["capacity_rps"] = 1e6
     ts = run(data).timeseries
     r = np.log(1.2) / MONTH_S
-    assert ts["demand_requests"].sum() == pytest.approx(10 * np.expm1(r * 6 * MONTH_S) / r, rel=1e-10)
+    assert ts["demand_requests"].sum() == pytest.approx(10 * np.expm1(r * 181 * 86400) / r, rel=1e-10)
     # The rate at the end of month 3 is 10 * 1.2^3 = 17.28 req/s.
     at = ts.set_index("time")["demand_requests"]
     k = int(3 * MONTH_S // 3600)

@@ -131,6 +131,16 @@ class CompiledScenario:
     usd_per_kwh: float
     other_usd_s: float
 
+    def reserved_after_horizon_usd(self) -> float:
+        """What the reserved pools still owe after the horizon's end: count × price per
+        GPU-second × the seconds of each term past the end (not billed in the outputs)."""
+        total = 0.0
+        for i, info in enumerate(self.pools):
+            if self.kind[i] == KIND_RESERVED and info.reserved_end_s > self.horizon_s:
+                after_s = info.reserved_end_s - max(info.reserved_start_s, self.horizon_s)
+                total += float(self.pools_count[i]) * float(self.cloud_usd_gpu_s[i]) * after_s
+        return total
+
 
 def compile_scenario(scenario: Scenario) -> CompiledScenario:
     """Turn a validated scenario into engine inputs."""
@@ -283,8 +293,7 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
     kind = {Owned: KIND_OWNED, OnDemand: KIND_ON_DEMAND, Reserved: KIND_RESERVED, Spot: KIND_SPOT}[type(acquisition)]
     start = end = np.inf
     if isinstance(acquisition, Reserved):
-        start = 0.0 if acquisition.start is None else horizon.offset_of(acquisition.start)
-        end = start + acquisition.term
+        start, end = acquisition.bounds_s(horizon)
     autoscale = acquisition.autoscale if isinstance(acquisition, OnDemand) else None
     max_count = pool.count
     if isinstance(acquisition, OnDemand) and acquisition.max_count is not None:

@@ -23,7 +23,7 @@ from simulator.path.tables import jobs_table, models_table, pools_table, timeser
 from simulator.runs.bands import path_series
 from simulator.runs.periods import path_periods
 from simulator.runs.shortfall import short_steps
-from simulator.runs.summary import path_totals
+from simulator.runs.summary import COMMITMENT_AFTER_HORIZON, path_totals
 from simulator.scenario import Scenario
 
 
@@ -72,6 +72,7 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
     timeseries = path_timeseries(result, scenario, plan)
     jobs = jobs_table([result], scenario.horizon.start, plan)
     totals = path_totals(timeseries, scenario.horizon.step_s).iloc[0].to_dict()
+    totals[COMMITMENT_AFTER_HORIZON] = plan.reserved_after_horizon_usd()
     tables = None
     if keep:
         tables = PathTables(timeseries, pools_table([result], times, plan), models_table([result], times, plan), jobs)

@@ -55,8 +55,11 @@ RATIOS = {
 #: Sums per path that ratios divide (beside :data:`TOTALS`).
 _PARTS = ("gpu_hours_busy", "gpu_hours_available", "slo_met_requests", "gpu_hours_short", "served_tokens",
           "subscriber_months")
-#: Every column of :func:`path_totals` but the first-shortfall time.
-TOTAL_COLUMNS = (*TOTALS, *_PARTS, "peak_shortfall_gpus", "shortfall_hours", "short_episodes", *RATIOS)
+#: Reserved commitments still owed after the horizon's end (USD), beside the billed totals.
+COMMITMENT_AFTER_HORIZON = "reserved_commitment_after_horizon_usd"
+#: Every column of a path's totals but the first-shortfall time.
+TOTAL_COLUMNS = (*TOTALS, *_PARTS, "peak_shortfall_gpus", "shortfall_hours", "short_episodes", *RATIOS,
+                 COMMITMENT_AFTER_HORIZON)
 MONTH_S = 365.25 / 12 * 86400
 
 
@@ -121,7 +124,7 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
         "paths": int(len(totals)),
         "seed": scenario.seed,
         "start": format_timestamp(horizon.start),
-        "end": format_timestamp(horizon.start + pd.Timedelta(seconds=horizon.length_s)),
+        "end": format_timestamp(horizon.end_time),
         "step": format_duration(horizon.step_s),
         "steps": horizon.n_steps,
         "confidence_level": LEVEL,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
 from simulator.scenario.distributions import (
@@ -25,8 +26,16 @@ from simulator.scenario.distributions import (
     FixedDuration,
     duration_distribution,
 )
+from simulator.scenario.horizon import Horizon
 from simulator.scenario.training import PoolTraining
-from simulator.scenario.types import Duration, Frozen, NonNegative, PositiveDuration, When
+from simulator.scenario.types import (
+    Duration,
+    Frozen,
+    NonNegative,
+    PositiveDuration,
+    PositiveTerm,
+    When,
+)
 
 
 class Owned(Frozen):
@@ -67,12 +76,23 @@ class OnDemand(Frozen):
 
 
 class Reserved(Frozen):
-    """GPUs committed for a term: paid every hour of the term, used or not."""
+    """GPUs committed for a term: paid every hour of the term, used or not.
+
+    A term in whole months or years is calendar time (``1y`` from 2027-01-01 ends on
+    2028-01-01), so consecutive terms meet exactly. A term may run past the horizon: the hours
+    inside are billed, the rest is reported as the commitment left after the horizon.
+    """
 
     type: Literal["reserved"] = "reserved"
     usd_per_gpu_hour: NonNegative
-    term: PositiveDuration = Field(description="Length of the commitment, e.g. 1y")
+    term: PositiveTerm = Field(description="Length of the commitment, e.g. 1y (calendar) or 90d")
     start: When | None = Field(default=None, description="Start of the term (default: the horizon's)")
+
+    def bounds_s(self, horizon: Horizon) -> tuple[float, float]:
+        """Start and end of the term in seconds from the start of the horizon."""
+        start = 0.0 if self.start is None else horizon.offset_of(self.start)
+        begins = horizon.start + pd.Timedelta(seconds=start)
+        return start, (self.term.end_from(begins) - horizon.start).total_seconds()
 
 
 class Spot(Frozen):

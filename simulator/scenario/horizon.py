@@ -1,5 +1,10 @@
 """The simulated period: a start date, a length (or an end date) and a time step.
 
+A length in whole months or years is calendar time: ``12mo`` from 2027-02-01 ends on
+2028-02-01, 365 days later (a fixed 12 × 30.4375 days would add 6 hours). With a step of
+whole months (``step: 1mo``, a fixed 30.4375 days) the duration stays a fixed length too, so
+it remains a whole number of steps.
+
 Inside the engine time is float seconds since ``start``; step ``k`` covers
 ``[k * step, (k + 1) * step)`` and is labelled by its start time in every output.
 """
@@ -10,8 +15,8 @@ import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
 
-from simulator.scenario.types import Duration, Frozen, Instant, When
-from simulator.units import format_duration
+from simulator.scenario.types import Duration, Frozen, Instant, Term, When
+from simulator.units import SECONDS_PER_MONTH, format_duration
 
 #: Most steps in a horizon: 10 years at 1-minute steps is 5.3 million.
 MAX_STEPS = 10_000_000
@@ -21,7 +26,8 @@ class Horizon(Frozen):
     """Start, length and step of a simulation."""
 
     start: Instant = Field(description="First instant simulated (ISO date, UTC)")
-    duration: Duration | None = Field(default=None, description="Length, e.g. '18mo' or '365d'")
+    duration: Term | None = Field(
+        default=None, description="Length, e.g. '18mo' (calendar months) or '365d'")
     end: Instant | None = Field(default=None, description="Alternative to duration: last instant")
     step: Duration = Field(default=3600.0, description="Time step of the outputs, e.g. '1h'")
 
@@ -50,12 +56,20 @@ class Horizon(Frozen):
         return self
 
     @property
+    def end_time(self) -> pd.Timestamp:
+        """The instant the horizon ends: ``end``, or ``duration`` after the start (calendar
+        months when the duration is written in months or years)."""
+        if self.end is not None:
+            return self.end
+        assert self.duration is not None
+        if self.step % SECONDS_PER_MONTH == 0:  # steps of fixed 30.4375-day months: fixed months too
+            return self.start + pd.Timedelta(seconds=self.duration.seconds)
+        return self.duration.end_from(self.start)
+
+    @property
     def length_s(self) -> float:
         """Length of the horizon in seconds."""
-        if self.duration is not None:
-            return float(self.duration)
-        assert self.end is not None
-        return (self.end - self.start).total_seconds()
+        return (self.end_time - self.start).total_seconds()
 
     @property
     def step_s(self) -> float:

@@ -276,15 +276,9 @@ def _check_acquisition(scenario: Scenario, index: int) -> None:
     loc = ("fleet", "pools", index, "acquisition")
     horizon = scenario.horizon
     if isinstance(acquisition, Reserved):
-        start = 0.0 if acquisition.start is None else horizon.offset_of(acquisition.start)
+        start, _ = acquisition.bounds_s(horizon)  # a term past the horizon's end is reported, not refused
         if start < 0:
             raise ScenarioError((*loc, "start"), "is before the start of the horizon")
-        if start + acquisition.term > horizon.length_s + 1e-6:
-            raise ScenarioError(
-                (*loc, "term"),
-                "ends after the horizon, so part of the commitment would go unaccounted; "
-                "lengthen the horizon or shorten the term",
-            )
     if isinstance(acquisition, OnDemand):
         if acquisition.max_count is not None and acquisition.max_count < pool.count:
             raise ScenarioError((*loc, "max_count"), f"is below the pool's count ({pool.count})")

@@ -2,13 +2,17 @@
 
 A ``Duration`` is written ``90d`` or ``2h`` and held as float seconds; an ``Instant`` is an
 ISO date held as a ``pandas.Timestamp``; a ``When`` is either of them, an offset from the
-start of the horizon or a date. Each serializes back to readable text, so
-``scenario.resolved.yaml`` reads like the file the user wrote.
+start of the horizon or a date. A ``Term`` is a length added to a date to make an end (a
+horizon's duration, a reservation's term): written in whole months or years it is a
+:class:`Span` of calendar months, so ``1y`` from 2027-01-01 ends on 2028-01-01. Each
+serializes back to readable text, so ``scenario.resolved.yaml`` reads like the file the user
+wrote.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import pandas as pd
@@ -23,6 +27,8 @@ from pydantic import (
 
 from simulator.units import (
     UnitError,
+    add_term,
+    calendar_months,
     format_duration,
     format_timestamp,
     parse_duration,
@@ -51,6 +57,39 @@ def _positive_duration(value: Any) -> float:
     if seconds <= 0:
         raise ValueError(f"must be a positive duration, got {value!r}")
     return seconds
+
+
+@dataclass(frozen=True)
+class Span:
+    """A term as written: whole calendar ``months`` (``12mo``, ``1y``), or a fixed length.
+
+    ``seconds`` is the fixed length (a month 30.4375 days, a year 365.25 days); an end is
+    :meth:`end_from` a start, in calendar months when ``months`` is set. ``in_years`` keeps
+    ``1y`` written back as ``1y`` rather than ``12mo``.
+    """
+
+    seconds: float
+    months: int | None = None
+    in_years: bool = False
+
+    def end_from(self, start: pd.Timestamp) -> pd.Timestamp:
+        return add_term(start, self.seconds, self.months)
+
+    def text(self) -> str:
+        if self.months is None:
+            return format_duration(self.seconds)
+        if self.in_years and self.months % 12 == 0:
+            return f"{self.months // 12}y"
+        return f"{self.months}mo"
+
+
+def _span(value: Any, positive: bool = False) -> Span:
+    if isinstance(value, Span):
+        return value
+    seconds = _positive_duration(value) if positive else _duration(value)
+    months = calendar_months(value)
+    in_years = months is not None and str(value).strip().lower().rstrip("s").endswith(("y", "yr", "year"))
+    return Span(seconds, months, in_years)
 
 
 def _instant(value: Any) -> pd.Timestamp:
@@ -99,6 +138,18 @@ PositiveDuration = Annotated[
     BeforeValidator(_positive_duration),
     PlainSerializer(format_duration, return_type=str),
     WithJsonSchema({"type": "string", "examples": ["1h", "7d"]}),
+]
+Term = Annotated[
+    Span,
+    BeforeValidator(_span),
+    PlainSerializer(Span.text, return_type=str),
+    WithJsonSchema({"type": "string", "examples": ["18mo", "1y", "365d"]}),
+]
+PositiveTerm = Annotated[
+    Span,
+    BeforeValidator(lambda value: _span(value, positive=True)),
+    PlainSerializer(Span.text, return_type=str),
+    WithJsonSchema({"type": "string", "examples": ["1y", "6mo"]}),
 ]
 Instant = Annotated[
     pd.Timestamp,
