@@ -33,8 +33,9 @@ scenarios it is compared on; per-pool shapes are checked by hand in tests/test_r
     busy_p  += (min(d, after_p·c) − min(d, before_p·c)) / c × gpus   (replicas filled in turn).
 Per pool: inference = GPUs of replicas placed; idle = available − training − inference;
 utilization = busy / available. Owned pools: each purchase (the initial ``count`` at t = 0,
-each addition at its time) is a cohort depreciating ``price / life`` USD per GPU-second for
-``life = depreciation_years × 365.25 d`` after purchase; removals retire the oldest cohorts'
+or at ``in_service_since`` before the start; each addition at its time) is a cohort
+depreciating ``price / life`` USD per GPU-second (the initial one: ``book_value_usd`` over
+count × life left, if given) for ``life = depreciation_years × 365.25 d`` after purchase; removals retire the oldest cohorts'
 GPUs first (whether or not their life is over) and stop their depreciation; energy
 ``(busy·kW_busy + (available − busy)·kW_idle) × hours`` at ``usd_per_kwh``; facility
 ``installed × TDP × server_power_factor × usd_per_kw_month / month``. On-demand pools:
@@ -187,11 +188,14 @@ class ReferenceLoop:
         self.out_cost = [0.0] * self.n_steps
         self.out_revenue = [0.0] * self.n_steps
 
-        # Initial GPUs are bought at t = 0; then every dated change, in time order (list order
-        # breaks ties), so that same-instant changes apply in a well-defined order.
+        # Initial GPUs are bought at t = 0, or were installed ``in_service_since`` (a negative
+        # purchase time) and carry on depreciating the rest of their life, at the rate that
+        # spreads ``book_value_usd`` over it if given; then every dated change, in time order
+        # (list order breaks ties), so that same-instant changes apply in a well-defined order.
         for p, spec in enumerate(scenario.fleet.pools):
             if spec.count:
-                self._install(p, int(spec.count), 0.0)
+                bought_s, rate = self._starting_cohort(p, spec, horizon)
+                self._install(p, int(spec.count), bought_s, rate)
         timed = sorted(
             (
                 (horizon.offset_of(change.at), p, slot, change.delta)
@@ -212,14 +216,29 @@ class ReferenceLoop:
         when = effect_step(at_s, self.step_s) * self.step_s
         return self.env.timeout(max(0.0, when - self.env.now))
 
-    def _install(self, p: int, count: int, bought_s: float) -> None:
+    def _starting_cohort(self, p: int, spec: Any, horizon: Any) -> tuple[float, float | None]:
+        """Purchase time (seconds from the start, ≤ 0) and USD per GPU-second of a pool's
+        starting GPUs (None: ``price / life``)."""
+        acquisition = spec.acquisition
+        if not self.pools[p].owned or acquisition.in_service_since is None:
+            bought_s = 0.0
+        else:
+            bought_s = (acquisition.in_service_since - horizon.start).total_seconds()
+        if not self.pools[p].owned or acquisition.book_value_usd is None:
+            return bought_s, None
+        left_s = bought_s + self.pools[p].life_s  # life left after the start
+        return bought_s, (acquisition.book_value_usd / (spec.count * left_s) if left_s > 0 else 0.0)
+
+    def _install(self, p: int, count: int, bought_s: float, usd_per_gpu_s: float | None = None) -> None:
         pool = self.pools[p]
         pool.installed += count
         if pool.owned:
-            cohort = Cohort(bought_s, count, pool.usd_per_gpu_s)
+            cohort = Cohort(bought_s, count, pool.usd_per_gpu_s if usd_per_gpu_s is None else usd_per_gpu_s)
             pool.cohorts.append(cohort)
             end_s = bought_s + pool.life_s
-            if effect_step(end_s, self.step_s) < self.n_steps:
+            if end_s <= 0:
+                cohort.expired = True  # in service before the start, fully depreciated by then
+            elif effect_step(end_s, self.step_s) < self.n_steps:
                 self.env.process(self._end_of_life(cohort, end_s))
 
     def _retire(self, p: int, count: int) -> None:

@@ -24,6 +24,7 @@ from simulator.scenario.fleet import (
     Procurement,
     Reserved,
     Spot,
+    StartingCohort,
 )
 from simulator.scenario.training import LaunchAfter
 from simulator.units import SECONDS_PER_MONTH, SECONDS_PER_YEAR
@@ -69,6 +70,7 @@ class PoolPlan:
     reserved_start_s: float
     reserved_end_s: float
     retire_s: float
+    starting: StartingCohort | None  # owned pools: how the starting GPUs are paid and depreciated
     procurement: Procurement | None
     site_kw_per_gpu: float
 
@@ -311,6 +313,7 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
         reserved_start_s=0.0 if start == np.inf else start,
         reserved_end_s=end,
         retire_s=retire,
+        starting=acquisition.starting_terms(horizon, pool.count) if isinstance(acquisition, Owned) else None,
         procurement=pool.procurement,
         site_kw_per_gpu=scenario.site_kw_per_gpu(pool.gpu) if pool.owned else 0.0,
     )

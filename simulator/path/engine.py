@@ -226,7 +226,7 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
             env.process(_power_cap(env, fleet, at_s, kw))
     for pool, count in enumerate(plan.initial_count):
         if count:
-            fleet.deliver(pool, int(count))
+            fleet.deliver(pool, int(count), starting=plan.pools[pool].starting)
     for change in plan.changes:
         if change.at_s < horizon:
             env.process(_scheduled_change(env, fleet, change.pool, change.at_s, change.delta))

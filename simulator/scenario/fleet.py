@@ -3,7 +3,9 @@
 A pool is a set of identical GPUs acquired one way:
 
 - ``owned``: bought, depreciated straight-line over a useful life, optionally retired at
-  end of life; energy and facility are paid; subject to the site's power cap.
+  end of life; energy and facility are paid; subject to the site's power cap. Its starting
+  GPUs may already be in service (``in_service_since``, ``book_value_usd``): they are not
+  paid again, and depreciate what is left of their life.
 - ``on_demand``: rented by the GPU-hour while held; elastic up to ``max_count`` when an
   ``autoscale`` policy is given, with a provisioning delay.
 - ``reserved``: a committed count for a term, paid whether used or not.
@@ -15,8 +17,10 @@ can slip; a ``procurement`` policy orders more when projected utilization is hig
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Literal
 
+import numpy as np
 import pandas as pd
 from pydantic import Field, field_validator, model_validator
 
@@ -31,11 +35,13 @@ from simulator.scenario.training import PoolTraining
 from simulator.scenario.types import (
     Duration,
     Frozen,
+    Instant,
     NonNegative,
     PositiveDuration,
     PositiveTerm,
     When,
 )
+from simulator.units import SECONDS_PER_YEAR
 
 
 class Owned(Frozen):
@@ -51,6 +57,40 @@ class Owned(Frozen):
     retire_years: Annotated[float, Field(gt=0, le=30)] | None = Field(
         default=None, description="Retire each purchase this many years after it is installed"
     )
+    in_service_since: Instant | None = Field(
+        default=None,
+        description="When the pool's starting GPUs were installed (default: the horizon start, bought then)",
+    )
+    book_value_usd: NonNegative | None = Field(
+        default=None,
+        description="Remaining book value of the starting GPUs (default: price × count × share of life left)",
+    )
+
+    def starting_terms(self, horizon: Horizon, count: int) -> StartingCohort:
+        """How the pool's ``count`` starting GPUs are paid, depreciated and retired."""
+        life = self.depreciation_years * SECONDS_PER_YEAR
+        age = 0.0 if self.in_service_since is None else max(0.0, -horizon.offset_of(self.in_service_since))
+        left = max(0.0, life - age)
+        price = float(self.price_usd or 0.0)
+        if self.book_value_usd is None:
+            per_gpu_s = price / life if left > 0 else 0.0
+        else:
+            per_gpu_s = self.book_value_usd / (count * left) if count and left > 0 else 0.0
+        retire = np.inf if self.retire_years is None else self.retire_years * SECONDS_PER_YEAR - age
+        bought_now = age == 0 and self.book_value_usd is None
+        return StartingCohort(paid=bought_now, usd_per_gpu_s=per_gpu_s, depreciation_end_s=left,
+                              retire_at_s=retire)
+
+
+@dataclass(frozen=True)
+class StartingCohort:
+    """The pool's starting GPUs: paid at the start or not, depreciated until ``depreciation_end_s``
+    (seconds from the horizon start) at ``usd_per_gpu_s``, retired at ``retire_at_s``."""
+
+    paid: bool
+    usd_per_gpu_s: float
+    depreciation_end_s: float
+    retire_at_s: float
 
 
 class Autoscale(Frozen):
@@ -224,5 +264,5 @@ class Fleet(Frozen):
 
 __all__ = [
     "Acquisition", "Autoscale", "CapacityChange", "Failures", "Fleet", "OnDemand", "Order", "Owned",
-    "Pool", "Power", "PowerCap", "Procurement", "Reserved", "Spot",
+    "Pool", "Power", "PowerCap", "Procurement", "Reserved", "Spot", "StartingCohort",
 ]

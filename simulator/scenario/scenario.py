@@ -26,6 +26,7 @@ from simulator.scenario.shortfall import Shortfall
 from simulator.scenario.training import LaunchAfter, Training
 from simulator.scenario.types import Frozen
 from simulator.scenario.uncertain import Uncertain, copula_keys
+from simulator.units import SECONDS_PER_YEAR
 
 
 class Scenario(Frozen):
@@ -288,8 +289,39 @@ def _check_acquisition(scenario: Scenario, index: int) -> None:
         raise ScenarioError(("fleet", "pools", index, "orders" if pool.orders else "procurement"),
                             "orders and procurement apply to owned pools")
     for slot, order in enumerate(pool.orders):
-        if horizon.offset_of(order.at) < 0:
-            raise ScenarioError(("fleet", "pools", index, "orders", slot, "at"), "is before the start of the horizon")
+        # Placed before the start is fine (a fleet that already exists has orders in flight),
+        # as long as the GPUs have not arrived by then: those are part of the pool's count.
+        if horizon.offset_of(order.at) + order.lead_time < 0:
+            raise ScenarioError(("fleet", "pools", index, "orders", slot, "at"),
+                                "with its lead_time the order arrives before the start of the horizon; "
+                                "count those GPUs in the pool's count")
+    if isinstance(acquisition, Owned):
+        _check_in_service(acquisition, pool.count, horizon, loc)
+
+
+def _check_in_service(acquisition: Owned, count: int, horizon, loc: tuple) -> None:
+    """The starting GPUs of an owned pool: in service by the start, worth at most their price."""
+    since = acquisition.in_service_since
+    if since is not None and horizon.offset_of(since) > 0:
+        raise ScenarioError((*loc, "in_service_since"),
+                            f"is after the start of the horizon ({horizon.start.date()}); "
+                            "GPUs installed later are an order or a change")
+    book = acquisition.book_value_usd
+    if book is None:
+        return
+    price = float(acquisition.price_usd or 0.0)
+    if book > price * count:
+        raise ScenarioError((*loc, "book_value_usd"),
+                            f"is {book:,.0f}, above price × count ({price:,.0f} × {count:,} = {price * count:,.0f})")
+    age = 0.0 if since is None else -horizon.offset_of(since)
+    if book > 0 and age >= acquisition.depreciation_years * SECONDS_PER_YEAR:
+        raise ScenarioError((*loc, "book_value_usd"),
+                            f"is {book:,.0f} but the GPUs' {acquisition.depreciation_years:g}-year depreciation "
+                            "life ended before the horizon starts; give 0 or a later in_service_since")
+    if acquisition.retire_years is not None and age >= acquisition.retire_years * SECONDS_PER_YEAR:
+        raise ScenarioError((*loc, "retire_years"),
+                            f"the starting GPUs, in service since {since.date()}, are retired before the "
+                            "horizon starts; lower the pool's count instead")
 
 
 def _most_gpus(scenario: Scenario, index: int, for_inference: bool = False) -> int:

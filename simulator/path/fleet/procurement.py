@@ -25,10 +25,13 @@ def delivery_delay(lead_s: float, slip, rng: np.random.Generator) -> float:
 
 def dated_order(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, count: int,
                 delay_s: float, on_order: np.ndarray):
-    """Place an order at ``at_s``; deliver it ``delay_s`` later."""
-    yield env.timeout(at_s)
+    """Place an order at ``at_s``; deliver it ``delay_s`` later.
+
+    An order placed before the horizon (``at_s < 0``) is on order from the start and arrives
+    ``at_s + delay_s`` (at the start if that is not after it)."""
+    yield env.timeout(max(0.0, at_s))
     on_order[pool] += count
-    yield env.timeout(delay_s)
+    yield env.timeout(max(0.0, at_s + delay_s - env.now))
     on_order[pool] -= count
     fleet.deliver(pool, count)
 

@@ -9,6 +9,9 @@ Every purchase of owned GPUs (the initial count, each dated addition or order) i
 *cohort*: it is paid on delivery (capex, recorded at the delivery step), depreciates
 straight-line at ``price / life`` from the moment it is placed in service until its life
 ends (the GPUs stay installed after that), and retires at end of life when the pool says so.
+The starting GPUs of a pool already in service before the horizon (``in_service_since``,
+``book_value_usd``) are not paid; they depreciate the rest of their life (their book value
+spread evenly over it) and retire ``retire_years`` after they entered service.
 Removals retire the oldest GPUs first, working ones before failed ones, and stop their
 depreciation (they are taken as sold at net book value).
 
@@ -26,6 +29,7 @@ import numpy as np
 import simpy
 
 from simulator.path.compiled import KIND_SPOT, CompiledScenario
+from simulator.scenario.fleet import StartingCohort
 
 
 @dataclass
@@ -70,13 +74,17 @@ class FleetState:
         return float(sum(self.installed[p] * self.plan.pools[p].site_kw_per_gpu for p in range(len(self.installed))))
 
     # -- supply ----------------------------------------------------------------------------
-    def deliver(self, pool: int, count: int, paid: bool = True) -> None:
-        """GPUs arrive now: owned ones are paid, then installed as far as site power allows."""
+    def deliver(self, pool: int, count: int, paid: bool = True, starting: StartingCohort | None = None) -> None:
+        """GPUs arrive now: owned ones are paid, then installed as far as site power allows.
+
+        ``starting``: these are the pool's starting GPUs, paid (or not, when already in service
+        before the horizon) and depreciated on the terms it gives.
+        """
         self._before_change()
         if self.plan.owned[pool]:
-            if paid:
+            if paid and (starting is None or starting.paid):
                 self._record_capex(pool, count * float(self.plan.price_usd[pool]))
-            self._waiting_power[pool].append(count)
+            self._waiting_power[pool].append([count, starting])
             self.blocked[pool] += count
             self._install_waiting()
         else:
@@ -119,30 +127,37 @@ class FleetState:
         for pool, queue in enumerate(self._waiting_power):
             kw = self.plan.pools[pool].site_kw_per_gpu
             while queue:
+                waiting, starting = queue[0]
                 if kw <= 0 or headroom == np.inf:
-                    fits = queue[0]
+                    fits = waiting
                 else:
-                    fits = min(queue[0], max(0, int(np.floor(headroom / kw + 1e-9))))
+                    fits = min(waiting, max(0, int(np.floor(headroom / kw + 1e-9))))
                 if fits <= 0:
                     break
                 headroom -= fits * kw
-                queue[0] -= fits
-                if queue[0] == 0:
+                queue[0][0] -= fits
+                if queue[0][0] == 0:
                     queue.popleft()
                 self.blocked[pool] -= fits
-                self._install(pool, fits)
+                self._install(pool, fits, starting)
 
-    def _install(self, pool: int, count: int) -> None:
+    def _install(self, pool: int, count: int, starting: StartingCohort | None = None) -> None:
         self.installed[pool] += count
         plan = self.plan
-        if plan.owned[pool] and (plan.price_usd[pool] > 0 or np.isfinite(plan.pools[pool].retire_s)):
+        if starting is None:  # bought now: a whole life of depreciation, retired retire_s from now
             life = float(plan.life_s[pool])
-            cohort = Cohort(count, float(plan.price_usd[pool]) / life)
+            per_gpu_s, depreciate_for, retire_after = float(plan.price_usd[pool]) / life, life, plan.pools[pool].retire_s
+        else:  # the starting GPUs: what is left of their life, counted from when they entered service
+            per_gpu_s = starting.usd_per_gpu_s
+            depreciate_for = starting.depreciation_end_s - self.env.now
+            retire_after = max(0.0, starting.retire_at_s - self.env.now)
+        if plan.owned[pool] and (per_gpu_s > 0 or np.isfinite(retire_after)):
+            cohort = Cohort(count, per_gpu_s, depreciating=per_gpu_s > 0 and depreciate_for > 0)
             self._cohorts[pool].append(cohort)
-            if cohort.usd_per_gpu_s > 0:
-                self.env.process(self._depreciate(pool, cohort, life))
-            if np.isfinite(plan.pools[pool].retire_s):
-                self.env.process(self._retire(pool, cohort, plan.pools[pool].retire_s))
+            if cohort.depreciating:
+                self.env.process(self._depreciate(pool, cohort, depreciate_for))
+            if np.isfinite(retire_after):
+                self.env.process(self._retire(pool, cohort, retire_after))
         self._recompute(pool)
 
     def _record_capex(self, pool: int, usd: float) -> None:
