@@ -83,7 +83,9 @@ def test_ten_years_at_one_minute_is_refused_up_front_with_a_way_to_fit(tmp_path,
     assert time.perf_counter() - started < 10
     assert result.exit_code == 2
     message = result.stderr.strip()
-    assert "\n" not in message and "5,259,600 steps" in message and "more than the 12.0 GB available" in message
+    # Ten calendar years from 2026-03-01 to 2036-03-01: 3,650 days and 3 leap days (2028, 2032,
+    # 2036) = 3,653 days × 1,440 minutes.
+    assert "\n" not in message and "5,260,320 steps" in message and "more than the 12.0 GB available" in message
     assert "even in one process" in message
     assert not (tmp_path / "o").exists()
     # The suggested step fits.

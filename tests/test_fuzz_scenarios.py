@@ -76,7 +76,7 @@ def _dotted(path: tuple) -> str:
 
 @st.composite
 def user_scenarios(draw) -> dict[str, Any]:
-    data = draw(scenarios())
+    data = copy.deepcopy(draw(scenarios()))  # damaged below: never change what the strategy shares
     leaves = [p for p in _leaves(data) if p and p[0] not in ("name", "horizon", "seed")]
     numeric = [p for p in leaves if isinstance(_get(data, p), int | float) and not isinstance(_get(data, p), bool)]
     if numeric and draw(st.booleans()):  # some numbers drawn per path

@@ -16,7 +16,7 @@ from simulator.path.tables import COST_COMPONENTS
 from simulator.scenario.distributions import FixedDuration
 
 GROWTH = st.one_of(
-    st.just({"kind": "constant"}),
+    st.builds(lambda: {"kind": "constant"}),  # a fresh dict each time: callers may change what they draw
     st.builds(lambda r: {"kind": "linear", "increase_per_month": r}, st.floats(-0.5, 3)),
     st.builds(lambda r: {"kind": "exponential", "rate_per_month": r}, st.floats(-0.5, 2)),
     st.builds(lambda c, r: {"kind": "logistic", "ceiling": c, "rate_per_month": r},

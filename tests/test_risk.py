@@ -83,10 +83,10 @@ def test_probability_of_a_shortfall_per_month_quarter_and_year_of_a_deterministi
     result = run(_growing())
     periods = result.periods.set_index(["period", "start"])["p_short"]
     months = periods.loc["month"]
-    assert months.index[0] == pd.Timestamp("2026-01-01") and len(months) == 13  # 12mo = 365.25 d: 6 h of 2027
-    assert months.iloc[:7].tolist() == [0.0] * 7 and months.iloc[7:].tolist() == [1.0] * 6
-    assert periods.loc["quarter"].tolist() == [0.0, 0.0, 1.0, 1.0, 1.0]
-    assert periods.loc["year"].tolist() == [1.0, 1.0]
+    assert months.index[0] == pd.Timestamp("2026-01-01") and len(months) == 12  # 12mo: the calendar year
+    assert months.iloc[:7].tolist() == [0.0] * 7 and months.iloc[7:].tolist() == [1.0] * 5
+    assert periods.loc["quarter"].tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert periods.loc["year"].tolist() == [1.0]
     first = pd.Timestamp("2026-01-01") + pd.Timedelta(seconds=np.log(2 / 0.999) / np.log(1.1) * MONTH_S)
     periods_table = result.periods
     august = periods_table[(periods_table["period"] == "month")
@@ -97,7 +97,7 @@ def test_probability_of_a_shortfall_per_month_quarter_and_year_of_a_deterministi
     # One path: a probability of 0 or 1 has a Wilson interval of [0, 0.73] or [0.27, 1].
     assert august["p_short_lo"] == pytest.approx(1 - 2.705543454095404 / 3.705543454095404)
     summary = result.summary["periods"]
-    assert [entry["p_short"]["value"] for entry in summary["quarter"]] == [0.0, 0.0, 1.0, 1.0, 1.0]
+    assert [entry["p_short"]["value"] for entry in summary["quarter"]] == [0.0, 0.0, 1.0, 1.0]
 
 
 def test_margin_percent_is_a_ratio_of_sums_per_path_and_revenue_weighted_over_paths():
