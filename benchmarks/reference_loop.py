@@ -6,8 +6,9 @@ and it deliberately does everything the simplest possible way:
 
 * a SimPy process wakes once per time step (``env.timeout(step_s)``) and computes that step
   in plain Python floats and ints — no numpy, no numba, no vectorisation;
-* every pool change (add / remove N GPUs) and every end of a purchase's depreciation life is
-  its own SimPy process that waits for its instant and then changes the fleet.
+* every pool change (add / remove N GPUs, take N out of service / back in service) and every
+  end of a purchase's depreciation life is its own SimPy process that waits for its instant
+  and then changes the fleet.
 
 It reads the validated :class:`simulator.scenario.Scenario` directly (it never imports
 ``simulator.path.kernels``, ``simulator.path.compiled`` or ``simulator.path.fleet``) and takes the demand
@@ -38,7 +39,10 @@ depreciating ``price / life`` USD per GPU-second (the initial one: ``book_value_
 count × life left, if given) for ``life = depreciation_years × 365.25 d`` after purchase; removals retire the oldest cohorts'
 GPUs first (whether or not their life is over) and stop their depreciation; energy
 ``(busy·kW_busy + (available − busy)·kW_idle) × hours`` at ``usd_per_kwh``; facility
-``installed × TDP × server_power_factor × usd_per_kw_month / month``. On-demand pools:
+``installed × TDP × server_power_factor × usd_per_kw_month / month``. GPUs out of service
+(``out_of_service`` changes, back with ``back_in_service``; ``repair`` draws are not modelled
+here) stay installed, so depreciation and facility go on, but they are not available:
+``available = installed − out_of_service``, drawing no energy. On-demand pools:
 ``installed × usd_per_gpu_hour`` prorated, nothing else. Other costs are fleet-wide
 ``usd_per_month / month`` prorated; a month is a year of 365.25 days over 12.
 R&D (training) cost: a pool no model lists exists for training, so all of its cost, idle
@@ -116,6 +120,7 @@ class Pool:
         self.serves_model = any(spec.name in model.pools for model in scenario.models)
         self.owned = acquisition.type == "owned"
         self.installed = 0
+        self.out_of_service = 0
         self.training = 0
         self.cohorts: list[Cohort] = []  # oldest first
         tdp_kw = scenario.gpu(spec.gpu).tdp_w / 1000.0
@@ -144,7 +149,7 @@ class Pool:
 
     @property
     def available(self) -> int:
-        return self.installed  # no failures modelled yet
+        return self.installed - self.out_of_service  # no failures modelled yet
 
     def depreciation_usd_s(self) -> float:
         return sum(c.count * c.usd_per_gpu_s for c in self.cohorts if not c.expired)
@@ -198,15 +203,17 @@ class ReferenceLoop:
                 self._install(p, int(spec.count), bought_s, rate)
         timed = sorted(
             (
-                (horizon.offset_of(change.at), p, slot, change.delta)
+                (horizon.offset_of(change.at), p, slot, change)
                 for p, spec in enumerate(scenario.fleet.pools)
                 for slot, change in enumerate(spec.changes)
             ),
             key=lambda item: (item[0], item[1], item[2]),
         )
-        for at_s, p, _slot, delta in timed:
+        for at_s, p, _slot, change in timed:
+            if change.repair is not None:
+                raise ValueError("the reference does not model repair draws of GPUs out of service")
             if effect_step(at_s, self.step_s) < self.n_steps:
-                self.env.process(self._change(p, at_s, delta))
+                self.env.process(self._change(p, at_s, change))
         self.env.process(self._tick())
 
     # -- events --------------------------------------------------------------------------
@@ -243,8 +250,8 @@ class ReferenceLoop:
 
     def _retire(self, p: int, count: int) -> None:
         pool = self.pools[p]
-        if count > pool.installed:
-            raise ValueError(f"pool {pool.name!r}: cannot remove {count} of {pool.installed} GPUs")
+        if count > pool.available:
+            raise ValueError(f"pool {pool.name!r}: cannot remove {count} of {pool.available} GPUs in service")
         pool.installed -= count
         left = count
         for cohort in pool.cohorts:  # oldest first, expired or not
@@ -255,12 +262,21 @@ class ReferenceLoop:
                 break
         pool.cohorts = [c for c in pool.cohorts if c.count > 0]
 
-    def _change(self, p: int, at_s: float, delta: int):
+    def _change(self, p: int, at_s: float, change: Any):
         yield self._sleep_until_effect(at_s)
-        if delta > 0:
-            self._install(p, delta, at_s)
+        pool = self.pools[p]
+        if change.add is not None:
+            self._install(p, change.add, at_s)
+        elif change.remove is not None:
+            self._retire(p, change.remove)
+        elif change.out_of_service is not None:
+            if change.out_of_service > pool.available:
+                raise ValueError(f"pool {pool.name!r}: cannot take {change.out_of_service} of {pool.available} out")
+            pool.out_of_service += change.out_of_service  # cohorts untouched: still depreciating
         else:
-            self._retire(p, -delta)
+            if change.back_in_service > pool.out_of_service:
+                raise ValueError(f"pool {pool.name!r}: cannot return {change.back_in_service} of {pool.out_of_service}")
+            pool.out_of_service -= change.back_in_service
 
     def _end_of_life(self, cohort: Cohort, end_s: float):
         yield self._sleep_until_effect(end_s)

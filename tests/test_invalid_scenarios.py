@@ -105,7 +105,7 @@ CASES = [
     ("order arrives before start", (BEFORE_CHANGES, "      orders: [{at: 2025-12-01, count: 8, lead_time: 30d}]\n" + BEFORE_CHANGES), "fleet.pools[0].orders[0].at", "orders:", "arrives before the start"),
     ("order count zero", (BEFORE_CHANGES, "      orders: [{at: 2026-05-01, count: 0}]\n" + BEFORE_CHANGES), "fleet.pools[0].orders[0].count", "orders:", "greater than or equal to 1"),
     ("procurement threshold above 2", (BEFORE_CHANGES, "      procurement: {threshold: 3, order_count: 8}\n" + BEFORE_CHANGES), "fleet.pools[0].procurement.threshold", "procurement:", "less than or equal to 2"),
-    ("change both add and remove", ("{at: 2026-09-01, add: 128}", "{at: 2026-09-01, add: 128, remove: 8}"), "fleet.pools[0].changes[0]", "remove: 8", "exactly one of 'add' and 'remove'"),
+    ("change both add and remove", ("{at: 2026-09-01, add: 128}", "{at: 2026-09-01, add: 128, remove: 8}"), "fleet.pools[0].changes[0]", "remove: 8", "exactly one of 'add', 'remove', 'out_of_service' and 'back_in_service'"),
     ("change add zero", ("{at: 2026-09-01, add: 128}", "{at: 2026-09-01, add: 0}"), "fleet.pools[0].changes[0].add", "add: 0", "greater than or equal to 1"),
     ("change date unreadable", ("{at: 2026-09-01, add: 128}", "{at: next spring, add: 128}"), "fleet.pools[0].changes[0].at", "next spring", "expected a date"),
     ("failures blast radius zero", (BEFORE_CHANGES, "      failures: {blast_radius: 0}\n" + BEFORE_CHANGES), "fleet.pools[0].failures.blast_radius", "failures:", "greater than or equal to 1"),

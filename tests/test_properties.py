@@ -148,6 +148,8 @@ def test_kernel_equals_its_python_function(data, draws):
     depreciation = rng.uniform(0, 1, n_pools)
     is_spot = rng.random(n_pools) < 0.5
     rates = rng.uniform(0, 0.5, n_pools)
+    # Some of the GPUs not available are out of service (RMA), the rest failed.
+    out_of_service = rng.integers(0, installed - available + 1)
 
     def outage_state():
         # Fresh outage channels (one per pool, high rates) with the same random buffers for both calls.
@@ -170,7 +172,8 @@ def test_kernel_equals_its_python_function(data, draws):
         other_out = np.zeros(plan.n_steps)
         fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
            plan.revenue_per_request, plan.fixed_revenue, api_mode, api_limit, plan.api_cost_per_request + 1e-4,
-           plan.slo_load, plan.slo_attainment, installed, installed - available, is_spot, blocked, training, training_floor,
+           plan.slo_load, plan.slo_attainment, installed, installed - available - out_of_service, out_of_service,
+           is_spot, blocked, training, training_floor,
            serves_model, depreciation, plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw,
            plan.usd_per_kwh, plan.other_usd_s, *outage_state(), pool_out, model_out, other_out)
         return pool_out, model_out, other_out

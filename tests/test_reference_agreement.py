@@ -23,6 +23,7 @@ from reference_loop import SECONDS_PER_MONTH, reference_run  # noqa: E402
 import simulator  # noqa: E402
 from simulator.path.compiled import compile_scenario  # noqa: E402
 from simulator.path.engine import draw_demand, run_path  # noqa: E402
+from simulator.path.kernels import POOL_OUT_OF_SERVICE  # noqa: E402
 
 LAUNCH = ROOT / "scenarios" / "launch.yaml"
 # 240 days from 2026-03-01 include the 2026-09-01 delivery (day 184); at 35% a month the
@@ -205,3 +206,21 @@ def test_reference_by_hand():
     # no model lists it, so all of it is R&D, and none of the serving pools' cost is.
     lab = 8 * 20000 / (3 * 365.25 * 86400) * 3600 + 8 * kw * 0.3 * 0.083 + 8 * 0.7 * 1.8 * 184 / SECONDS_PER_MONTH * 3600
     assert ref["pool_rnd"][0].tolist() == pytest.approx([0.0, 0.0, lab])
+
+
+def test_gpus_out_of_service_agree():
+    # Explicit out/back changes on the shared owned pool (6 GPUs from 50.5 h to 300 h, with the
+    # 125.5 h purchase and a 200 h removal of 4 in between) and on the lab pool (3 from day 2
+    # to the end): installed and paid for, not available, no energy.
+    data = copy.deepcopy(SHARED)
+    data["fleet"]["pools"][0]["changes"][1]["at"] = "200h"
+    data["fleet"]["pools"][0]["changes"] += [{"at": "50.5h", "out_of_service": 6}, {"at": "300h", "back_in_service": 6}]
+    data["fleet"]["pools"][2]["changes"].append({"at": "2d", "out_of_service": 3})
+    scenario = simulator.load_scenario(data)
+    result, ref = engine_and_reference(scenario, seed=11)
+    own = ref["pool_installed"][:, 0] - ref["pool_available"][:, 0]
+    assert (own[:51] == 0).all() and (own[51:300] == 6).all() and (own[300:] == 0).all()
+    assert (ref["pool_installed"][:, 2] - ref["pool_available"][:, 2])[48:].tolist() == [3] * (720 - 48)
+    assert (ref["model_shortfall_gpus"][51:300] > 0).any()
+    assert_agree(ref, result)
+    assert (result.pool_out[:, :, POOL_OUT_OF_SERVICE] == ref["pool_installed"] - ref["pool_available"]).all()

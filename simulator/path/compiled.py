@@ -37,11 +37,15 @@ API_NONE, API_OVERFLOW, API_ALL = 0, 1, 2
 
 @dataclass(frozen=True)
 class PoolChange:
-    """GPUs added (delta > 0) or removed (delta < 0) at ``at_s`` seconds from the start."""
+    """GPUs added (delta > 0) or removed (delta < 0) at ``at_s`` seconds from the start, or
+    returned to service (service > 0) or taken out of it (service < 0, each GPU back after a
+    draw from ``repair`` when given)."""
 
     pool: int
     at_s: float
     delta: int
+    service: int = 0
+    repair: object | None = None  # a DurationDistribution
 
 
 @dataclass(frozen=True)
@@ -155,7 +159,8 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
     meter = tdp_kw * energy.server_power_factor * energy.pue * owned
     plans = tuple(_pool_plan(scenario, i) for i in range(len(pools)))
     changes = tuple(sorted(
-        (PoolChange(i, horizon.offset_of(c.at), c.delta) for i, pool in enumerate(pools) for c in pool.changes),
+        (PoolChange(i, horizon.offset_of(c.at), c.delta, c.service_delta, c.repair)
+         for i, pool in enumerate(pools) for c in pool.changes),
         key=lambda change: (change.at_s, change.pool),
     ))
     orders = tuple(

@@ -38,6 +38,7 @@ from simulator.path.streams import (
     STREAM_FAILURES,
     STREAM_ORDERS,
     STREAM_PREEMPTION,
+    STREAM_SERVICE,
     STREAM_VOLATILITY,
     path_generator,
 )
@@ -111,6 +112,7 @@ class StepClock:
             plan.slo_attainment,
             fleet.installed,
             fleet.failed,
+            fleet.out_of_service,
             fleet.is_spot,
             fleet.blocked,
             fleet.training,
@@ -190,6 +192,28 @@ def _scheduled_change(env: simpy.Environment, fleet: FleetState, pool: int, at_s
         fleet.remove(pool, -delta)
 
 
+def _service_change(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, service: int,
+                    repairs: np.ndarray | None):
+    """GPUs out of service at ``at_s`` (back after ``repairs`` seconds each, if given), or back."""
+    yield env.timeout(at_s)
+    if service > 0:
+        fleet.return_to_service(pool, service)
+        return
+    taken = fleet.take_out_of_service(pool, -service)
+    if repairs is None:
+        return
+    # The GPUs actually taken come back, each after its own repair time, grouped by instant.
+    times, counts = np.unique(repairs[:taken], return_counts=True)
+    for after_s, count in zip(times, counts, strict=True):
+        if at_s + after_s < fleet.plan.horizon_s:
+            env.process(_return_after(env, fleet, pool, float(after_s), int(count)))
+
+
+def _return_after(env: simpy.Environment, fleet: FleetState, pool: int, after_s: float, count: int):
+    yield env.timeout(after_s)
+    fleet.return_to_service(pool, count)
+
+
 def _power_cap(env: simpy.Environment, fleet: FleetState, at_s: float, kw: float):
     yield env.timeout(at_s)
     fleet.set_power_cap(kw)
@@ -227,9 +251,19 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
     for pool, count in enumerate(plan.initial_count):
         if count:
             fleet.deliver(pool, int(count), starting=plan.pools[pool].starting)
+    service_rngs: dict[int, np.random.Generator] = {}
     for change in plan.changes:
+        repairs = None
+        if change.repair is not None:  # drawn in the pool's order of changes, whatever the horizon
+            rng = service_rngs.get(change.pool)
+            if rng is None:
+                rng = service_rngs[change.pool] = path_generator(seed, path, STREAM_SERVICE, plan.pools[change.pool].key)
+            repairs = np.maximum(np.asarray(change.repair.sample(rng, -change.service), dtype=float), 0.0)
         if change.at_s < horizon:
-            env.process(_scheduled_change(env, fleet, change.pool, change.at_s, change.delta))
+            if change.service:
+                env.process(_service_change(env, fleet, change.pool, change.at_s, change.service, repairs))
+            else:
+                env.process(_scheduled_change(env, fleet, change.pool, change.at_s, change.delta))
     on_order = np.zeros(len(plan.pool_names), dtype=np.int64)
     orders_log: list = []
     for pool, info in enumerate(plan.pools):

@@ -35,7 +35,8 @@ POOL_RND_DEPRECIATION = 12
 POOL_RND_CLOUD = 13
 POOL_RND_ENERGY = 14
 POOL_RND_FACILITY = 15
-N_POOL_COLS = 16
+POOL_OUT_OF_SERVICE = 16  # installed GPUs taken out of service (RMA): paid for, not available
+N_POOL_COLS = 17
 
 # Per (step, model) columns.
 MODEL_DEMAND = 0
@@ -109,6 +110,7 @@ def integrate_interval(
     slo_attainment,
     installed,
     failed,
+    out_of_service,
     is_spot,
     power_blocked,
     training,
@@ -150,6 +152,8 @@ def integrate_interval(
             increasing load.
         installed, training: GPUs per pool.
         failed: GPUs per pool down now (failures, preemptions); advanced here step by step.
+        out_of_service: GPUs per pool taken out of service (still installed: depreciation,
+            facility and rent go on; no energy, no work, no failures).
         is_spot: per pool, billed only for GPUs running (else for GPUs installed).
         power_blocked: delivered GPUs per pool waiting for site power.
         training_floor: GPUs per pool kept from inference for training (a dedicated partition).
@@ -174,10 +178,10 @@ def integrate_interval(
     busy = np.empty(n_pools, dtype=np.float64)
     taken = np.zeros(n_prefs, dtype=np.int64)
     for k in range(k0, k1):
-        advance_outages(k * step_s, installed, failed, outage_ints, outage_floats, heap_time, heap_count,
+        advance_outages(k * step_s, installed, failed, out_of_service, outage_ints, outage_floats, heap_time, heap_count,
                         outage_expo, outage_repair)
         for p in range(n_pools):
-            available[p] = installed[p] - failed[p]
+            available[p] = installed[p] - failed[p] - out_of_service[p]
             billed[p] = available[p] if is_spot[p] else installed[p]
             free[p] = max(available[p] - max(training[p], training_floor[p]), 0)
             inference[p] = 0
@@ -282,11 +286,12 @@ def integrate_interval(
             pool_out[k, p, POOL_FACILITY] = facility
             pool_out[k, p, POOL_ENERGY_KWH] = kwh
             pool_out[k, p, POOL_POWER_BLOCKED] = power_blocked[p]
+            pool_out[k, p, POOL_OUT_OF_SERVICE] = out_of_service[p]
         other_out[k] = other_usd_s * step_s
 
 
 @njit(cache=True)
-def advance_outages(until, installed, failed, ints, floats, heap_time, heap_count, expo, repair):
+def advance_outages(until, installed, failed, out_of_service, ints, floats, heap_time, heap_count, expo, repair):
     """Process every outage and repair at or before ``until``; update ``failed`` per pool.
 
     See :mod:`simulator.path.fleet.outages` for the model.
@@ -296,9 +301,9 @@ def advance_outages(until, installed, failed, ints, floats, heap_time, heap_coun
         return
     for c in range(n):
         pool = ints[c, CH_POOL]
-        if ints[c, CH_BASIS] != installed[pool] - failed[pool]:
+        if ints[c, CH_BASIS] != installed[pool] - failed[pool] - out_of_service[pool]:
             # The pool changed size since the draw: redraw from where the channel stands.
-            _redraw(c, floats[c, CH_CLOCK], installed, failed, ints, floats, expo)
+            _redraw(c, floats[c, CH_CLOCK], installed, failed, out_of_service, ints, floats, expo)
     while True:
         best = -1
         best_time = until
@@ -320,7 +325,7 @@ def advance_outages(until, installed, failed, ints, floats, heap_time, heap_coun
             failed[pool] -= back
             ints[best, CH_REPAIRS] += 1
         else:
-            down = min(ints[best, CH_BLAST], installed[pool] - failed[pool])
+            down = min(ints[best, CH_BLAST], installed[pool] - failed[pool] - out_of_service[pool])
             if ints[best, CH_REPAIR] >= repair.shape[1] or not repair[best, ints[best, CH_REPAIR]] >= 0:
                 raise RuntimeError("outage random buffer exhausted")
             if down > 0:
@@ -331,13 +336,13 @@ def advance_outages(until, installed, failed, ints, floats, heap_time, heap_coun
                 ints[best, CH_OUTAGES] += 1
         for c in range(n):  # the pool's rate changed: redraw its channels (memoryless)
             if ints[c, CH_POOL] == pool:
-                _redraw(c, best_time, installed, failed, ints, floats, expo)
+                _redraw(c, best_time, installed, failed, out_of_service, ints, floats, expo)
 
 
 @njit(cache=True)
-def _redraw(c, now, installed, failed, ints, floats, expo):
+def _redraw(c, now, installed, failed, out_of_service, ints, floats, expo):
     pool = ints[c, CH_POOL]
-    working = installed[pool] - failed[pool]
+    working = installed[pool] - failed[pool] - out_of_service[pool]
     ints[c, CH_BASIS] = working
     if working <= 0 or floats[c, CH_RATE] <= 0.0:
         floats[c, CH_NEXT] = np.inf

@@ -1,7 +1,7 @@
 """The random streams of a path: which draws come from which generator.
 
 A path draws from independent streams, one per source of randomness (demand noise, failures,
-spot preemptions, order slips, training arrivals, uncertain inputs, day-to-day demand
+spot preemptions, order slips, repairs of GPUs taken out of service, training arrivals, uncertain inputs, day-to-day demand
 volatility), each keyed further by a pool's, model's or job stream's name. A stream's draws never shift another's, and variants
 that change one source share every other (common random numbers). Every module that draws
 takes its generator from here.
@@ -20,6 +20,7 @@ STREAM_ORDERS = 3
 STREAM_TRAINING = 4
 STREAM_INPUTS = 5
 STREAM_VOLATILITY = 6  # day-to-day demand factor, keyed by the model's name
+STREAM_SERVICE = 7  # repair times of GPUs taken out of service, keyed by the pool's name
 
 
 def stream_key(name: str) -> int:

@@ -40,6 +40,7 @@ _POOL_COLUMNS = {
     "gpus_idle": K.POOL_IDLE,
     "gpus_busy": K.POOL_BUSY,
     "gpus_power_blocked": K.POOL_POWER_BLOCKED,
+    "gpus_out_of_service": K.POOL_OUT_OF_SERVICE,
     "cost_depreciation_usd": K.POOL_DEPRECIATION,
     "cost_cloud_usd": K.POOL_CLOUD,
     "cost_energy_usd": K.POOL_ENERGY,
@@ -60,7 +61,7 @@ _MODEL_COLUMNS = {
 }
 _INTEGER_COLUMNS = (
     "gpus_installed", "gpus_available", "gpus_inference", "gpus_training", "gpus_idle", "gpus_failed",
-    "gpus_power_blocked", "replicas", "shortfall_gpus",
+    "gpus_out_of_service", "gpus_power_blocked", "replicas", "shortfall_gpus",
 )
 _TIERS = {"on_demand": KIND_ON_DEMAND, "reserved": KIND_RESERVED, "spot": KIND_SPOT}
 
@@ -126,7 +127,8 @@ def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex, pla
     table["cost_api_usd"] = api_cost
     table.update(rnd)
     table["capex_usd"] = np.concatenate([r.capex.sum(axis=1) for r in results])
-    table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"]
+    table["gpus_out_of_service"] = pool[:, K.POOL_OUT_OF_SERVICE]
+    table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"] - table["gpus_out_of_service"]
     table["gpus_power_blocked"] = pool[:, K.POOL_POWER_BLOCKED]
     table["api_requests"] = model[:, K.MODEL_API_REQUESTS]
     table["served_tokens"] = np.concatenate([r.served_tokens for r in results])
@@ -147,7 +149,7 @@ def pools_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: Co
     }
     for name, column in _POOL_COLUMNS.items():
         table[name] = stacked[column]
-    table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"]
+    table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"] - table["gpus_out_of_service"]
     table["utilization"] = _ratio(stacked[K.POOL_BUSY], stacked[K.POOL_AVAILABLE], 0.0)
     table["cost_usd"] = sum(table[name] for name in COST_COMPONENTS[:-1])
     table["rnd_compute_usd"] = sum(table[name] for name in RND_COLUMNS)

@@ -11,7 +11,8 @@ A pool is a set of identical GPUs acquired one way:
 - ``reserved``: a committed count for a term, paid whether used or not.
 - ``spot``: cheap, billed only while running, preempted at a rate and replaced after a delay.
 
-Dated ``changes`` add or remove GPUs on a date; ``orders`` arrive after a lead time that
+Dated ``changes`` add or remove GPUs on a date, or take installed GPUs out of service
+(RMA) and back; ``orders`` arrive after a lead time that
 can slip; a ``procurement`` policy orders more when projected utilization is high.
 """
 
@@ -169,21 +170,45 @@ class Failures(Frozen):
 
 
 class CapacityChange(Frozen):
-    """GPUs added to or removed from a pool at a date or an offset from the start."""
+    """GPUs added to or removed from a pool, or taken out of and back into service, at a date.
+
+    ``out_of_service`` GPUs (in RMA, say) stay installed: they keep depreciating and keep
+    their facility cost, site power reservation and (reserved pools) rental, but serve
+    nothing, run no training, fail no further and draw no energy. They come back with a
+    later ``back_in_service``, or each after its own draw from ``repair``.
+    """
 
     at: When
     add: Annotated[int, Field(ge=1)] | None = None
     remove: Annotated[int, Field(ge=1)] | None = None
+    out_of_service: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="GPUs taken out of service (still installed and paid for)")
+    back_in_service: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="GPUs out of service returned to service")
+    repair: DurationDistribution | None = Field(
+        default=None, description="With out_of_service: each GPU returns after a draw from this")
+
+    _shorthand = field_validator("repair", mode="before")(
+        lambda cls, v: None if v is None else duration_distribution(v))
 
     @model_validator(mode="after")
     def _one_of(self) -> CapacityChange:
-        if (self.add is None) == (self.remove is None):
-            raise ValueError("give exactly one of 'add' and 'remove'")
+        given = [v for v in (self.add, self.remove, self.out_of_service, self.back_in_service) if v is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of 'add', 'remove', 'out_of_service' and 'back_in_service'")
+        if self.repair is not None and self.out_of_service is None:
+            raise ValueError("'repair' goes with 'out_of_service' only")
         return self
 
     @property
     def delta(self) -> int:
+        """GPUs installed by the change (0 for a change of service)."""
         return self.add if self.add is not None else -(self.remove or 0)
+
+    @property
+    def service_delta(self) -> int:
+        """GPUs returned to service (> 0) or taken out of it (< 0)."""
+        return (self.back_in_service or 0) - (self.out_of_service or 0)
 
 
 class Order(Frozen):

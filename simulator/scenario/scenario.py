@@ -393,10 +393,39 @@ def _check_changes(scenario: Scenario, pool_index: int) -> None:
         key=lambda item: (item[0], item[1]),
     )
     installed = pool.count
+    out = 0  # GPUs out of service
+    returnable = 0  # of them, taken out without a repair distribution (back_in_service returns these)
     for offset, slot, change in timed:
         loc = ("fleet", "pools", pool_index, "changes", slot)
         if offset < 0:
             raise ScenarioError((*loc, "at"), "is before the start of the horizon")
+        if change.out_of_service is not None or change.back_in_service is not None:
+            field = "out_of_service" if change.out_of_service is not None else "back_in_service"
+            if not isinstance(pool.acquisition, Owned | Reserved):
+                raise ScenarioError((*loc, field), "applies to owned and reserved pools (return rented GPUs instead)")
+        if change.out_of_service is not None:
+            in_service = installed - out
+            if change.out_of_service > in_service:
+                raise ScenarioError(
+                    (*loc, "out_of_service"),
+                    f"takes {change.out_of_service} GPUs out of service when only {in_service} are in service"
+                    + (f" ({out} already out, counted out until they return)" if out else ""),
+                )
+            out += change.out_of_service
+            if change.repair is None:
+                returnable += change.out_of_service
+            continue
+        if change.back_in_service is not None:
+            if change.back_in_service > returnable:
+                with_repair = out - returnable
+                raise ScenarioError(
+                    (*loc, "back_in_service"),
+                    f"returns {change.back_in_service} GPUs when only {returnable} are out of service"
+                    + (f" without a repair ({with_repair} more return after their repair)" if with_repair else ""),
+                )
+            out -= change.back_in_service
+            returnable -= change.back_in_service
+            continue
         installed += change.delta
         if installed < 0:
             raise ScenarioError(
@@ -404,5 +433,9 @@ def _check_changes(scenario: Scenario, pool_index: int) -> None:
                 f"removes {change.remove} GPUs when only {installed + (change.remove or 0)} "
                 "are installed",
             )
-
-
+        if installed < out:
+            raise ScenarioError(
+                (*loc, "remove"),
+                f"removes {change.remove} GPUs when only {installed + (change.remove or 0) - out} are in service "
+                f"({out} are out of service: to scrap them, bring them back in service first)",
+            )

@@ -1,7 +1,8 @@
 """GPU failures and spot preemptions, advanced inside the compiled step kernel.
 
 An *outage channel* is one source of outages of one pool: hardware failures, or spot
-preemptions. Each working GPU of the pool suffers an outage at the channel's rate, so the
+preemptions. Each working GPU of the pool (installed, neither failed nor out of service)
+suffers an outage at the channel's rate, so the
 channel strikes at ``rate × working GPUs``; an outage takes ``blast_radius`` GPUs down (its
 node) until a repair (or replacement) time has passed. The pool's channels form one
 superposed process per channel, not one per GPU: after every outage or repair of the pool,

@@ -2,8 +2,11 @@
 
 Counts per pool: ``installed`` (in service), ``failed`` (installed but down: failures and
 spot preemptions, advanced by the step kernel, see :mod:`simulator.path.fleet.outages`),
-``blocked`` (delivered owned GPUs waiting for site power), ``training`` (held by training
-jobs). ``available = installed − failed``.
+``out_of_service`` (installed but taken out of service by a dated change, e.g. RMA: still
+depreciating, paying facility and site power, and, on a reserved pool, rent, but serving
+nothing, drawing no energy and failing no further), ``blocked`` (delivered owned GPUs waiting
+for site power), ``training`` (held by training jobs).
+``available = installed − failed − out_of_service``.
 
 Every purchase of owned GPUs (the initial count, each dated addition or order) is a
 *cohort*: it is paid on delivery (capex, recorded at the delivery step), depreciates
@@ -12,8 +15,9 @@ ends (the GPUs stay installed after that), and retires at end of life when the p
 The starting GPUs of a pool already in service before the horizon (``in_service_since``,
 ``book_value_usd``) are not paid; they depreciate the rest of their life (their book value
 spread evenly over it) and retire ``retire_years`` after they entered service.
-Removals retire the oldest GPUs first, working ones before failed ones, and stop their
-depreciation (they are taken as sold at net book value).
+Removals retire the oldest GPUs first, working ones before failed ones before those out of
+service, and stop their depreciation (they are taken as sold at net book value). Taking GPUs
+out of service changes no cohort: they keep depreciating.
 
 Before any count or rate changes, ``before_change`` is called: that is how the step clock
 integrates the interval ending at this event with the fleet as it was during it.
@@ -53,6 +57,7 @@ class FleetState:
         n = len(plan.pool_names)
         self.installed = np.zeros(n, dtype=np.int64)
         self.failed = np.zeros(n, dtype=np.int64)
+        self.out_of_service = np.zeros(n, dtype=np.int64)
         self.is_spot = plan.kind == KIND_SPOT
         self.blocked = np.zeros(n, dtype=np.int64)
         self.training = np.zeros(n, dtype=np.int64)
@@ -68,7 +73,7 @@ class FleetState:
     # -- queries ---------------------------------------------------------------------------
     @property
     def available(self) -> np.ndarray:
-        return self.installed - self.failed
+        return self.installed - self.failed - self.out_of_service
 
     def site_kw(self) -> float:
         return float(sum(self.installed[p] * self.plan.pools[p].site_kw_per_gpu for p in range(len(self.installed))))
@@ -91,11 +96,13 @@ class FleetState:
             self._install(pool, count)
 
     def remove(self, pool: int, count: int) -> None:
-        """Retire ``count`` GPUs of ``pool`` now: oldest first, working before failed."""
+        """Retire ``count`` GPUs of ``pool`` now: oldest first, working before failed before out of service."""
         self._before_change()
         count = min(count, int(self.installed[pool]))
-        working = int(self.installed[pool] - self.failed[pool])
-        self._retire_failed(pool, max(0, count - working))
+        working = int(self.installed[pool] - self.failed[pool] - self.out_of_service[pool])
+        failed = min(max(0, count - working), int(self.failed[pool]))
+        self._retire_failed(pool, failed)
+        self.out_of_service[pool] -= max(0, count - working - failed)
         self.installed[pool] -= count
         left = count
         cohorts = self._cohorts[pool]
@@ -108,6 +115,21 @@ class FleetState:
                 cohorts.popleft()
         self._recompute(pool)
         self._install_waiting()
+
+    def take_out_of_service(self, pool: int, count: int) -> int:
+        """Take ``count`` GPUs of ``pool`` out of service now, working ones before failed ones
+        (a failed GPU sent away leaves its outage channel); returns how many were taken."""
+        self._before_change()
+        working = int(self.installed[pool] - self.failed[pool] - self.out_of_service[pool])
+        count = max(0, min(count, working + int(self.failed[pool])))
+        self._retire_failed(pool, max(0, count - working))
+        self.out_of_service[pool] += count
+        return count
+
+    def return_to_service(self, pool: int, count: int) -> None:
+        """Return up to ``count`` GPUs of ``pool`` that are out of service (the rest were removed)."""
+        self._before_change()
+        self.out_of_service[pool] -= min(count, int(self.out_of_service[pool]))
 
     def set_training(self, pool: int, gpus: int) -> None:
         """Training jobs hold ``gpus`` GPUs of ``pool`` from now on."""
@@ -180,7 +202,7 @@ class FleetState:
             self.remove(pool, cohort.count)
 
     def _retire_failed(self, pool: int, count: int) -> None:
-        """Failed GPUs leave with a removal: their outage channels forget them too."""
+        """Failed GPUs leave (removed, or out of service): their outage channels forget them too."""
         self.failed[pool] -= count
         for channel in np.flatnonzero(self.outage_pool == pool):
             taken = min(count, int(self.outage_down[channel]))
