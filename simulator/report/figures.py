@@ -16,6 +16,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
+from simulator.report.headline import money_text
 from simulator.report.rundata import RunData
 
 PALETTE = ("#1f77b4", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#666666")
@@ -92,18 +93,7 @@ def fan(ax, band: pd.DataFrame, color: str, label: str, scale: float = 1.0, step
 
 
 def _money(ax) -> None:
-    def text(value: float, _: object) -> str:
-        size = abs(value)
-        sign = "−" if value < 0 else ""
-        if size >= 1e9:
-            return f"{sign}${size / 1e9:,.1f}B"
-        if size >= 1e6:
-            return f"{sign}${size / 1e6:,.1f}M"
-        if size >= 1e3:
-            return f"{sign}${size / 1e3:,.0f}k"
-        return f"{sign}${size:,.0f}"
-
-    ax.yaxis.set_major_formatter(FuncFormatter(text))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: money_text(value, digits=1, thousands_from=1e3)))
 
 
 def demand_capacity(run: RunData) -> Figure:

@@ -85,18 +85,19 @@ def _interval(pair: list[float | None] | None, show: Callable[[float], str], sep
     return " [" + sep.join("…" if v is None else show(v) for v in pair) + "]"
 
 
-def money_text(value: float | None) -> str:
-    """Dollars in the unit a reader takes in at a glance: $12.3M, $450k, $80."""
+def money_text(value: float | None, digits: int = 2, thousands_from: float = 1e4) -> str:
+    """Dollars in the unit a reader takes in at a glance: $12.34M, $450k, −$80 (``digits``
+    decimals for millions and billions; thousands as ``k`` from ``thousands_from``)."""
     if value is None:
         return "—"
-    size = abs(value)
+    size, sign = abs(value), "−" if value < 0 else ""
     if size >= 1e9:
-        return f"${value / 1e9:,.2f}B"
+        return f"{sign}${size / 1e9:,.{digits}f}B"
     if size >= 1e6:
-        return f"${value / 1e6:,.2f}M"
-    if size >= 1e4:
-        return f"${value / 1e3:,.0f}k"
-    return f"${value:,.0f}"
+        return f"{sign}${size / 1e6:,.{digits}f}M"
+    if size >= thousands_from:
+        return f"{sign}${size / 1e3:,.0f}k"
+    return f"{sign}${size:,.0f}"
 
 
 def percent(share: float) -> str:

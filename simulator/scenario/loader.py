@@ -17,7 +17,8 @@ from pydantic import ValidationError
 
 from simulator.scenario.errors import Loc, ScenarioError, format_path
 from simulator.scenario.fieldpath import parse_field_path, set_field
-from simulator.scenario.scenario import Scenario, check_references
+from simulator.scenario.references import check_references
+from simulator.scenario.scenario import Scenario
 from simulator.scenario.schema_walk import allowed_fields
 from simulator.scenario.served import forget_derived
 from simulator.scenario.uncertain import extract_uncertain, input_keys
