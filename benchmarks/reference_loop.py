@@ -6,9 +6,12 @@ and it deliberately does everything the simplest possible way:
 
 * a SimPy process wakes once per time step (``env.timeout(step_s)``) and computes that step
   in plain Python floats and ints — no numpy, no numba, no vectorisation;
-* every pool change (add / remove N GPUs, take N out of service / back in service) and every
-  end of a purchase's depreciation life is its own SimPy process that waits for its instant
-  and then changes the fleet.
+* every pool change (add / remove N GPUs, take N out of service / back in service, GPUs an
+  autoscaler asked for coming into service) and every end of a purchase's depreciation life
+  is its own SimPy process that waits for its instant and then changes the fleet;
+* autoscaling decisions and training jobs are plain-Python state machines (in
+  ``reference_operations.py``) that act once per step, at fixed phases of the step (a
+  decision's request without delay, or its release, changes the pool there and then).
 
 It reads the validated :class:`simulator.scenario.Scenario` directly (it never imports
 ``simulator.path.kernels``, ``simulator.path.compiled`` or ``simulator.path.fleet``) and takes the demand
@@ -17,18 +20,22 @@ per step as an input array, so a caller can feed it the very same noisy draws th
 
 Timing rule. Step ``k`` covers ``[k·step, (k+1)·step)``. An event at ``t`` seconds takes effect
 from step ``ceil(t / step)`` (the first step starting at or after ``t``), computed exactly with
-rationals. To make the order of "event" versus "tick" unambiguous, each event process sleeps
-until the *start* of the step where it takes effect, and the tick process computes step ``k``
-at the *middle* of that step, ``(k + ½)·step``: by then every event that belongs to step ``k``
-has been applied and none that belongs to a later step has. Events that would take effect at
-or after the end of the horizon are never scheduled.
+rationals. To make the order of events unambiguous, everything that belongs to step ``k``
+happens at a fixed phase of it: at ``k·step`` each event process that takes effect in step
+``k`` applies its change; at ``(k + ¼)·step`` the autoscalers take their decision for step
+``k`` (pool order); at ``(k + ⅜)·step`` training acts (ends, submissions, queue examinations,
+preemptions); at ``(k + ½)·step`` the tick computes step ``k``. So a change always precedes
+a decision or a job start at the same instant, and GPUs arriving at a decision's instant are
+in service (not pending) for it. Events that would take effect at or after the end of the
+horizon are never scheduled.
 
 Model (per step ``k``, each model ``m`` in listed order; one replica shape per model, as in the
 scenarios it is compared on; per-pool shapes are checked by hand in tests/test_replica_shapes.py):
     needed   = ceil(d / c × (1 − 1e-12)) (0 if d = 0), with ``c = capacity_rps × step_s``
     replicas are placed on the model's pools in preference order, ``min(needed − placed,
-    free_p // gpus_per_replica)`` on each, ``free_p`` starting at available − training and
-    shared by all models (the first listed takes first);
+    free_p // gpus_per_replica)`` on each, ``free_p`` starting at available − training
+    (available in a ``preempt`` pool: its jobs' GPUs are open to inference) and shared by
+    all models (the first listed takes first);
     served   = d if placed = needed else placed·c, unserved = d − served, shortfall = (needed − placed)·gpus,
     revenue  = served × revenue_per_request;
     busy_p  += (min(d, after_p·c) − min(d, before_p·c)) / c × gpus   (replicas filled in turn).
@@ -46,23 +53,68 @@ here) stay installed, so depreciation and facility go on, but they are not avail
 ``installed × usd_per_gpu_hour`` prorated, nothing else. Other costs are fleet-wide
 ``usd_per_month / month`` prorated; a month is a year of 365.25 days over 12.
 R&D (training) cost: a pool no model lists exists for training, so all of its cost, idle
-GPUs included, is R&D; in a pool some model lists, only training is (none here: the
-reference runs no jobs), the rest is COGS.
+GPUs included, is R&D; in a pool some model lists, only the training GPUs' share is:
+``training / installed`` of depreciation, rent and facility, and their energy at full draw
+(``training × kW_busy × hours``); the rest is COGS.
+
+Autoscaling (an ``on_demand`` pool with ``autoscale``; intervals in whole steps). Decisions at
+``t = 0, interval, 2·interval, …`` (default: the step), each for step ``k = ceil(t / step)``
+(none once ``k ≥ n_steps``); ``last = max(k, min(ceil((t + interval + delay) / step) − 1,
+n_steps − 1))``. Wanted GPUs: ``reactive`` sized(drawn demand of step k); ``predictive`` the
+most over ``s = k..last`` of sized(expected[s] × (1 + margin)), ``expected`` the noiseless
+``simulator.demand.expected_counts`` (no volatility); ``scheduled`` the most over ``k..last``
+of the schedule's value of step s, the most of its entries over the UTC hours the step
+overlaps (24 entries: hour of day; 168: hour of week from Monday 00:00). sized(requests):
+place every model as above with the fleet as it stands but this pool unbounded; for each
+model with load ``L > 0`` on this pool, ``max(1, ceil(L / (c × target_utilization) ×
+(1 − 1e-12)))`` replicas × gpus_per_replica. desired = ``min(max(ceil(wanted / node) · node,
+least), most)``, ``most = floor(max_count / node) · node``, ``least = min(ceil(min_count /
+node) · node, most)`` (min_count, max_count default to the count); keep = the most desired
+over the decisions in ``[t − scale_down_cooldown, t]``. Only if ``t − last action ≥ cooldown``
+(default 1 h reactive, 0 otherwise; the first decision may act): if desired > installed +
+pending, ask for the difference — in service at once with no delay, else pending until
+``t + delay`` and in service from the step starting at or after it; elif keep < installed and
+nothing is pending, release ``installed − keep`` now. Either is an action at ``t``.
+
+Training (explicit ``training.jobs`` in ``leftover`` / ``preempt`` pools, fifo, no failures,
+checkpoint_time 0; submissions, durations, checkpoint intervals, restart times and
+review_every in whole steps, so everything happens at step starts). A job runs on
+``gpus`` GPUs of its pool at once. At step ``k``'s start, in this order: running jobs whose
+work is done end; jobs submitted now join their pool's queue (submission order); the queue of
+every pool where a job ended or was submitted, or of every pool when ``k`` is a multiple of
+review_every, is examined: FIFO head of line (the first job that does not fit blocks the
+rest) on ``free = available − held − need``, ``need`` = the GPUs inference places on the pool
+for step ``k``'s drawn demand with the fleet as it is (every model on all its pools, as
+above). Then, in ``preempt`` pools where ``need > available − held``, running jobs are
+preempted (lowest priority, then latest (re)started, then latest submitted first) until it
+is covered, and the queue is examined again. A preempted job keeps the work of the whole
+checkpoint intervals it completed since it (re)started (nothing during its restart), goes
+back to the queue in submission order, and spends ``restart_time`` before working when it
+restarts. A job's GPUs are training in every step from its start until its end or
+preemption; ``leftover`` pools never preempt, inference makes do with what jobs leave.
+Each job's first start, end, preemptions and checkpointed work at the horizon are returned.
 """
 
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
 import simpy
+from reference_operations import (
+    REPLICA_SLACK,
+    Autoscaler,
+    Training,
+    effect_step,
+    expected_per_step,
+    open_to_inference,
+    place,
+)
 
 SECONDS_PER_DAY = 86_400.0
 SECONDS_PER_YEAR = 365.25 * SECONDS_PER_DAY
 SECONDS_PER_MONTH = SECONDS_PER_YEAR / 12.0
-REPLICA_SLACK = 1e-12
 
 POOL_KEYS = (
     "installed",
@@ -81,11 +133,6 @@ POOL_KEYS = (
     "rnd",
 )
 MODEL_KEYS = ("demand", "served", "unserved", "replicas", "shortfall_gpus", "revenue")
-
-
-def effect_step(seconds: float, step_s: float) -> int:
-    """Index of the first step starting at or after ``seconds``: exactly ``ceil(t / step)``."""
-    return max(0, math.ceil(Fraction(seconds) / Fraction(step_s)))
 
 
 def revenue_per_request(scenario: Any, model: Any) -> float:
@@ -119,9 +166,17 @@ class Pool:
         self.name = spec.name
         self.serves_model = any(spec.name in model.pools for model in scenario.models)
         self.owned = acquisition.type == "owned"
+        self.mode = spec.training.mode
+        self.preempt = self.mode == "preempt"  # inference comes first: jobs' GPUs are open to it
+        if self.mode == "dedicated" and spec.training.partition_gpus:
+            raise ValueError(f"pool {spec.name!r}: the reference runs no dedicated partitions")
+        if acquisition.type == "reserved":
+            begins, ends = acquisition.bounds_s(scenario.horizon)
+            if begins > 0 or ends < scenario.horizon.n_steps * scenario.horizon.step_s:
+                raise ValueError(f"pool {spec.name!r}: the reference takes reserved terms covering the horizon")
         self.installed = 0
         self.out_of_service = 0
-        self.training = 0
+        self.training = 0  # GPUs running jobs hold
         self.cohorts: list[Cohort] = []  # oldest first
         tdp_kw = scenario.gpu(spec.gpu).tdp_w / 1000.0
         energy = scenario.energy
@@ -158,7 +213,7 @@ class Pool:
 class ReferenceLoop:
     """One SimPy environment: a tick per step, a process per pool change and per life end."""
 
-    def __init__(self, scenario: Any, demand: Any) -> None:
+    def __init__(self, scenario: Any, demand: Any, expected: Any = None) -> None:
         horizon = scenario.horizon
         self.env = simpy.Environment()
         self.step_s = float(horizon.step_s)
@@ -187,6 +242,12 @@ class ReferenceLoop:
                 f"demand must be (n_steps, n_models) = ({self.n_steps}, {len(self.models)})"
             )
         n_p, n_m = len(self.pools), len(self.models)
+        self.autoscalers = [
+            Autoscaler(self, p, spec, scenario, expected_per_step(scenario, expected))
+            for p, spec in enumerate(scenario.fleet.pools)
+            if spec.acquisition.type == "on_demand" and spec.acquisition.autoscale is not None
+        ]
+        self.training = Training(self, scenario)
         self.out_pool = {key: [[0.0] * n_p for _ in range(self.n_steps)] for key in POOL_KEYS}
         self.out_model = {key: [[0.0] * n_m for _ in range(self.n_steps)] for key in MODEL_KEYS}
         self.out_other = [0.0] * self.n_steps
@@ -200,7 +261,7 @@ class ReferenceLoop:
         for p, spec in enumerate(scenario.fleet.pools):
             if spec.count:
                 bought_s, rate = self._starting_cohort(p, spec, horizon)
-                self._install(p, int(spec.count), bought_s, rate)
+                self.install(p, int(spec.count), bought_s, rate)
         timed = sorted(
             (
                 (horizon.offset_of(change.at), p, slot, change)
@@ -214,11 +275,15 @@ class ReferenceLoop:
                 raise ValueError("the reference does not model repair draws of GPUs out of service")
             if effect_step(at_s, self.step_s) < self.n_steps:
                 self.env.process(self._change(p, at_s, change))
+        if self.autoscalers:
+            self.env.process(self._autoscale())
+        if self.training.jobs:
+            self.env.process(self._train())
         self.env.process(self._tick())
 
     # -- events --------------------------------------------------------------------------
 
-    def _sleep_until_effect(self, at_s: float):
+    def sleep_until_effect(self, at_s: float):
         """Timeout to the start of the step where an event at ``at_s`` takes effect."""
         when = effect_step(at_s, self.step_s) * self.step_s
         return self.env.timeout(max(0.0, when - self.env.now))
@@ -236,7 +301,7 @@ class ReferenceLoop:
         left_s = bought_s + self.pools[p].life_s  # life left after the start
         return bought_s, (acquisition.book_value_usd / (spec.count * left_s) if left_s > 0 else 0.0)
 
-    def _install(self, p: int, count: int, bought_s: float, usd_per_gpu_s: float | None = None) -> None:
+    def install(self, p: int, count: int, bought_s: float, usd_per_gpu_s: float | None = None) -> None:
         pool = self.pools[p]
         pool.installed += count
         if pool.owned:
@@ -248,7 +313,7 @@ class ReferenceLoop:
             elif effect_step(end_s, self.step_s) < self.n_steps:
                 self.env.process(self._end_of_life(cohort, end_s))
 
-    def _retire(self, p: int, count: int) -> None:
+    def retire(self, p: int, count: int) -> None:
         pool = self.pools[p]
         if count > pool.available:
             raise ValueError(f"pool {pool.name!r}: cannot remove {count} of {pool.available} GPUs in service")
@@ -263,12 +328,12 @@ class ReferenceLoop:
         pool.cohorts = [c for c in pool.cohorts if c.count > 0]
 
     def _change(self, p: int, at_s: float, change: Any):
-        yield self._sleep_until_effect(at_s)
+        yield self.sleep_until_effect(at_s)
         pool = self.pools[p]
         if change.add is not None:
-            self._install(p, change.add, at_s)
+            self.install(p, change.add, at_s)
         elif change.remove is not None:
-            self._retire(p, change.remove)
+            self.retire(p, change.remove)
         elif change.out_of_service is not None:
             if change.out_of_service > pool.available:
                 raise ValueError(f"pool {pool.name!r}: cannot take {change.out_of_service} of {pool.available} out")
@@ -279,10 +344,27 @@ class ReferenceLoop:
             pool.out_of_service -= change.back_in_service
 
     def _end_of_life(self, cohort: Cohort, end_s: float):
-        yield self._sleep_until_effect(end_s)
+        yield self.sleep_until_effect(end_s)
         cohort.expired = True
 
-    # -- the step loop -------------------------------------------------------------------
+    # -- the phases of a step ------------------------------------------------------------
+
+    def _autoscale(self):
+        """At ``(k + ¼)·step``: every autoscaler's decision for step ``k``, in pool order."""
+        decisions = [dict((k, t) for t, k in scaler.decision_times()) for scaler in self.autoscalers]
+        yield self.env.timeout(self.step_s / 4.0)
+        for k in range(self.n_steps):
+            for scaler, due in zip(self.autoscalers, decisions, strict=True):
+                if k in due:
+                    scaler.decide(due[k], k)
+            yield self.env.timeout(self.step_s)
+
+    def _train(self):
+        """At ``(k + ⅜)·step``: training's ends, submissions, queue examinations, preemptions."""
+        yield self.env.timeout(self.step_s * 3.0 / 8.0)
+        for k in range(self.n_steps):
+            self.training.phase(k)
+            yield self.env.timeout(self.step_s)
 
     def _tick(self):
         step_s = self.step_s
@@ -291,27 +373,19 @@ class ReferenceLoop:
         n_pools = len(pools)
         yield self.env.timeout(step_s / 2.0)  # mid-step: this step's events are all applied
         for k in range(self.n_steps):
-            free = [pool.available - pool.training for pool in pools]
             inference = [0] * n_pools
             busy = [float(pool.training) for pool in pools]
             revenue_total = 0.0
+            placements = place(models, self.demand[k], open_to_inference(pools))
             for m, model in enumerate(models):
                 d = self.demand[k][m]
                 c = model["per_replica"]
                 gpus = model["gpus"]
                 needed = math.ceil(d / c * (1.0 - REPLICA_SLACK)) if d > 0 else 0
                 placed = 0
-                for p in model["prefs"]:
-                    if placed >= needed:
-                        break
-                    take = min(needed - placed, free[p] // gpus)
-                    if take <= 0:
-                        continue
-                    before = placed
+                for p, take, load in placements[m]:
                     placed += take
-                    free[p] -= take * gpus
                     inference[p] += take * gpus
-                    load = min(d, placed * c) - min(d, before * c)
                     busy[p] += load / c * gpus
                 served = d if placed >= needed else placed * c
                 revenue = served * model["usd_per_request"]
@@ -328,6 +402,8 @@ class ReferenceLoop:
             out = self.out_pool
             for p, pool in enumerate(pools):
                 avail = pool.available
+                if avail - pool.training - inference[p] < 0:  # preemption must have made room
+                    raise AssertionError(f"step {k}, pool {pool.name!r}: inference and training overlap")
                 depreciation = pool.depreciation_usd_s() * step_s
                 cloud = pool.installed * pool.cloud_usd_gpu_s * step_s
                 kwh = (busy[p] * pool.kw_busy + (avail - busy[p]) * pool.kw_idle) * hours
@@ -348,7 +424,14 @@ class ReferenceLoop:
                 out["energy_kwh"][k][p] = kwh
                 out["facility"][k][p] = facility
                 out["cost"][k][p] = cost
-                out["rnd"][k][p] = 0.0 if pool.serves_model else cost
+                if not pool.serves_model:
+                    rnd = cost
+                elif pool.installed > 0:  # the training GPUs' share, busy all the step
+                    per_gpu = (depreciation + cloud + facility) / pool.installed
+                    rnd = pool.training * (per_gpu + pool.kw_busy * hours * self.usd_per_kwh)
+                else:
+                    rnd = 0.0
+                out["rnd"][k][p] = rnd
             self.out_other[k] = other
             self.out_cost[k] = cost_total
             self.out_revenue[k] = revenue_total
@@ -369,15 +452,22 @@ class ReferenceLoop:
         result["cost"] = np.array(self.out_cost, dtype=float)
         result["revenue"] = np.array(self.out_revenue, dtype=float)
         result["pool_names"] = tuple(pool.name for pool in self.pools)
+        result["jobs"] = self.training.finish()
+        result["autoscale_decisions"] = {self.pools[s.p].name: s.log for s in self.autoscalers}
         return result
 
 
-def reference_run(scenario: Any, demand: Any) -> dict[str, Any]:
+def reference_run(scenario: Any, demand: Any, expected: Any = None) -> dict[str, Any]:
     """Simulate ``scenario`` step by step with the given demand (requests per step and model).
+
+    ``expected`` (n_steps, n_models), the noiseless requests a predictive autoscaler forecasts,
+    defaults to ``simulator.demand.expected_counts`` of each model.
 
     Returns a dict of per-step arrays: ``pool_<key>`` of shape (n_steps, n_pools) for key in
     :data:`POOL_KEYS`, ``model_<key>`` of shape (n_steps, n_models) for key in
     :data:`MODEL_KEYS`, and ``other``, ``cost`` (fleet-wide, other costs included) and
-    ``revenue`` of shape (n_steps,).
+    ``revenue`` of shape (n_steps,); also ``jobs`` (per training job, in submission order: name,
+    start_s, end_s — None if not reached —, preemptions, done_s) and ``autoscale_decisions``
+    (per autoscaled pool: (t, step, wanted, desired) of every decision).
     """
-    return ReferenceLoop(scenario, demand).run()
+    return ReferenceLoop(scenario, demand, expected).run()

@@ -160,6 +160,8 @@ def test_kernel_equals_its_python_function(data, draws):
     blocked = rng.integers(0, 5, n_pools)
     training_floor = rng.integers(0, 4, n_pools)
     serves_model = rng.random(n_pools) < 0.7
+    preempt = rng.random(n_pools) < 0.5
+    stop_from = draws.draw(st.sampled_from([0, plan.n_steps]))  # stop at a preemption, or squeeze the jobs
     n_models = len(plan.model_names)
     api_mode = rng.integers(0, 3, n_models)
     api_limit = np.where(rng.random(n_models) < 0.5, np.inf, rng.uniform(0, 5000, n_models))
@@ -170,13 +172,13 @@ def test_kernel_equals_its_python_function(data, draws):
         pool_out = np.zeros((plan.n_steps, n_pools, kernels.N_POOL_COLS))
         model_out = np.zeros((plan.n_steps, len(plan.model_names), kernels.N_MODEL_COLS))
         other_out = np.zeros(plan.n_steps)
-        fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
+        reached = fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
            plan.revenue_per_request, plan.fixed_revenue, api_mode, api_limit, plan.api_cost_per_request + 1e-4,
            plan.slo_load, plan.slo_attainment, installed, installed - available - out_of_service, out_of_service,
-           is_spot, blocked, training, training_floor,
+           is_spot, blocked, training, training_floor, preempt, stop_from,
            serves_model, depreciation, plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw,
            plan.usd_per_kwh, plan.other_usd_s, *outage_state(), pool_out, model_out, other_out)
-        return pool_out, model_out, other_out
+        return pool_out, model_out, other_out, np.array([reached])
 
     for jitted, python in zip(call(kernels.integrate_interval), call(kernels.integrate_interval.py_func), strict=True):
         np.testing.assert_allclose(jitted, python, rtol=1e-12, atol=1e-12)

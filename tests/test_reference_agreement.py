@@ -2,7 +2,10 @@
 
 The reference is written from the step model's specification, independently of
 ``simulator.path.kernels`` and ``simulator.path.fleet``; both are fed the same demand draws, and every
-per-step array the engine writes must equal the reference's to rtol 1e-9 / atol 1e-6.
+per-step array the engine writes must equal the reference's to rtol 1e-9 / atol 1e-6. That
+covers inference on owned, on-demand and reserved pools, autoscaled on-demand pools (all
+three policies) and training jobs in ``preempt`` and ``leftover`` pools (each job's start,
+end, preemptions and checkpointed work too).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_engine import ATOL, RTOL, compare  # noqa: E402
 from reference_loop import SECONDS_PER_MONTH, reference_run  # noqa: E402
+from reference_operations import schedule_per_step  # noqa: E402
 
 import simulator  # noqa: E402
 from simulator.path.compiled import compile_scenario  # noqa: E402
@@ -116,8 +120,25 @@ def engine_and_reference(scenario, seed: int):
 
 def assert_agree(ref, result) -> None:
     __tracebackhide__ = True
-    problems = compare(ref, result)
+    problems = compare(ref, result) + compare_jobs(ref, result)
     assert not problems, "engine disagrees with the reference:\n" + "\n".join(problems)
+
+
+def compare_jobs(ref, result) -> list[str]:
+    """One line per training job whose start, end, preemptions or checkpointed work differ."""
+    engine = {job.name: job for job in result.jobs}
+    if sorted(engine) != sorted(job["name"] for job in ref["jobs"]):
+        return [f"jobs: engine {sorted(engine)} vs reference {[job['name'] for job in ref['jobs']]}"]
+    problems = []
+    for theirs in ref["jobs"]:
+        job = engine[theirs["name"]]
+        ours = {"start_s": job.start_s, "end_s": job.end_s, "preemptions": job.preemptions, "done_s": job.done_s}
+        for key, value in ours.items():
+            expected = theirs[key]
+            same = value == expected if value is None or expected is None else np.isclose(value, expected, rtol=RTOL, atol=ATOL)
+            if not same:
+                problems.append(f"job {theirs['name']} {key}: engine {value!r} vs reference {expected!r}")
+    return problems
 
 
 def test_launch_short_agrees_and_exercises_delivery_and_shortfall():
@@ -224,3 +245,217 @@ def test_gpus_out_of_service_agree():
     assert (ref["model_shortfall_gpus"][51:300] > 0).any()
     assert_agree(ref, result)
     assert (result.pool_out[:, :, POOL_OUT_OF_SERVICE] == ref["pool_installed"] - ref["pool_available"]).all()
+
+
+# -- autoscaling ---------------------------------------------------------------------------
+
+COSTS = {
+    "pricing": {"input_usd_per_1m": 1, "output_usd_per_1m": 2},
+    "energy": {"idle_draw_fraction": 0.3},
+    "other_costs": {"usd_per_month": 1000},
+}
+
+
+def burst_pool(autoscale: dict, **acquisition) -> dict:
+    return {"name": "burst", "gpu": "H100", "count": acquisition.pop("count", 0),
+            "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 3.0, **acquisition, "autoscale": autoscale}}
+
+
+# 30-minute steps and decisions: the reactive default cooldown (1 h) blocks every other one; a
+# 40 min delay puts GPUs asked at step k in service from step k + 2; releases only down to
+# the most wanted over 3 h; 4-GPU nodes, at most 26 GPUs (6 nodes: 24). Two models share an
+# owned first choice that the autoscaled pool backs up.
+REACTIVE: dict = {
+    "name": "reactive",
+    "horizon": {"start": "2026-01-01", "duration": "5d", "step": "30min"},
+    "fleet": {"pools": [
+        {"name": "own", "gpu": "H100", "acquisition": {"type": "owned", "price_usd": 30000}, "count": 8},
+        burst_pool({"policy": "reactive", "scale_down_cooldown": "3h", "node_gpus": 4},
+                   max_count=26, provisioning_delay="40min"),
+    ]},
+    "models": [
+        {"name": "chat", "pools": ["own", "burst"], "gpus_per_replica": 2, "capacity_rps": 5.0,
+         "demand": {"base_rps": 40, "seasonality": {"daily_amplitude": 0.6}, "noise": "poisson"}},
+        {"name": "embed", "pools": ["own", "burst"], "gpus_per_replica": 1, "capacity_rps": 3.0,
+         "demand": {"base_rps": 6, "seasonality": {"daily_amplitude": 0.3, "peak_hour": 3}, "noise": "poisson"}},
+    ],
+    **COSTS,
+}
+
+# A 24-entry schedule; the horizon starts at 00:30, so every hourly step overlaps two UTC
+# hours and holds the larger entry. A reserved first choice; 90 min delay, 2 h scale-down
+# window, min_count 3 (one 4-GPU node).
+SCHEDULE = [0, 0, 0, 0, 0, 0, 4, 8, 12, 16, 20, 24, 28, 28, 28, 24, 20, 16, 12, 8, 4, 0, 0, 0]
+SCHEDULED: dict = {
+    "name": "scheduled",
+    "horizon": {"start": "2026-01-01T00:30:00", "duration": "4d", "step": "1h"},
+    "fleet": {"pools": [
+        {"name": "res", "gpu": "H100", "acquisition": {"type": "reserved", "usd_per_gpu_hour": 2.0, "term": "1y"},
+         "count": 8},
+        burst_pool({"policy": "scheduled", "node_gpus": 4, "scale_down_cooldown": "2h", "schedule": SCHEDULE},
+                   count=4, max_count=30, min_count=3, provisioning_delay="90min"),
+    ]},
+    "models": [
+        {"name": "chat", "pools": ["res", "burst"], "gpus_per_replica": 2, "capacity_rps": 5.0,
+         "demand": {"base_rps": 30, "seasonality": {"daily_amplitude": 0.6}, "noise": "poisson"}},
+        {"name": "embed", "pools": ["burst", "res"], "gpus_per_replica": 2, "capacity_rps": 3.0,
+         "demand": {"base_rps": 6, "noise": "poisson"}},
+    ],
+    **COSTS,
+}
+
+# A daily cosine and a 30 min delay on hourly steps: each decision covers its step and the next.
+PREDICTIVE: dict = {
+    "name": "predictive",
+    "horizon": {"start": "2026-01-01", "duration": "4d", "step": "1h"},
+    "fleet": {"pools": [
+        {"name": "own", "gpu": "H100", "acquisition": {"type": "owned", "price_usd": 30000}, "count": 8},
+        burst_pool({"policy": "predictive", "node_gpus": 2, "margin": 0.2, "target_utilization": 0.8},
+                   max_count=64, provisioning_delay="30min"),
+    ]},
+    "models": [
+        {"name": "chat", "pools": ["own", "burst"], "gpus_per_replica": 2, "capacity_rps": 5.0,
+         "demand": {"base_rps": 30, "seasonality": {"daily_amplitude": 0.5}, "noise": "poisson"}},
+    ],
+    **COSTS,
+}
+
+
+def test_autoscale_reactive_agrees():
+    scenario = simulator.load_scenario(REACTIVE)
+    result, ref = engine_and_reference(scenario, seed=3)
+    burst = ref["pool_installed"][:, 1]
+    decisions = ref["autoscale_decisions"]["burst"]
+    # The first decision (t = 0) asks for 8 GPUs: in service at 40 min, so from step 2.
+    assert decisions[0][3] == 8 and burst[:3].tolist() == [0, 0, 8]
+    # Whole nodes, up to the 24 of max_count 26, and back down at night.
+    assert set(np.unique(burst) % 4) == {0} and burst.max() == 24
+    assert (np.diff(burst) < 0).any() and (np.diff(burst) > 0).any()
+    assert (ref["pool_inference"][:, 1] > 0).any() and (ref["pool_inference"][:, 0] == 8).any()
+    assert (ref["model_shortfall_gpus"][:2] > 0).any() and (ref["model_shortfall_gpus"][2:] > 0).any()
+    assert_agree(ref, result)
+
+
+def test_autoscale_scheduled_agrees():
+    scenario = simulator.load_scenario(SCHEDULED)
+    # A step from hh:30 to hh+1:30 holds the larger of the two hours' entries.
+    per_step = schedule_per_step(SCHEDULE, scenario.horizon.start, 3600.0, scenario.horizon.n_steps)
+    assert per_step == [max(SCHEDULE[k % 24], SCHEDULE[(k + 1) % 24]) for k in range(96)]
+    result, ref = engine_and_reference(scenario, seed=3)
+    burst = ref["pool_installed"][:, 1]
+    assert burst.min() == 4 and burst.max() == 28  # min_count 3 is one node of 4
+    assert ref["pool_cloud"][:, 0].tolist() == [16.0] * 96  # the reserved pool: 8 × $2 every hour
+    assert (ref["pool_inference"][:, 1] > 0).all() and (ref["model_unserved"] > 0).any()
+    assert_agree(ref, result)
+
+
+def test_autoscale_predictive_agrees():
+    scenario = simulator.load_scenario(PREDICTIVE)
+    result, ref = engine_and_reference(scenario, seed=3)
+    burst = ref["pool_installed"][:, 1]
+    decisions = ref["autoscale_decisions"]["burst"]
+    # Decisions at every hour, each looking at its step and the next (1 h + 30 min ahead).
+    assert [d[:2] for d in decisions[:3]] == [(0.0, 0), (3600.0, 1), (7200.0, 2)]
+    # The forecast (with 20% margin at 80% load) covers the drawn peaks: the pool follows the
+    # daily cosine, from 0 GPUs at night, and nothing goes unserved.
+    assert burst.min() == 0 and burst.max() >= 16 and (ref["model_shortfall_gpus"] == 0).all()
+    assert_agree(ref, result)
+
+
+def test_autoscaler_arrival_at_a_decision_instant_agrees():
+    """GPUs that arrive at the instant of a decision are in service for it, not pending.
+
+    One scheduled pool, 8 GPUs wanted in hour 0 and 1 only (0 after), 1 h delay = the
+    decision interval: asked at t = 0 (steps 0..1), in service at 1 h, where the decision
+    (steps 1..2: 0 wanted) releases them at once, as it does with a 90 min or 2 h delay.
+    """
+    data = {
+        "name": "tie",
+        "horizon": {"start": "2026-01-05", "duration": "4h", "step": "1h"},
+        "fleet": {"pools": [burst_pool({"policy": "scheduled", "schedule": [8] + [0] * 23},
+                                       max_count=8, provisioning_delay="1h")]},
+        "models": [{"name": "chat", "pools": ["burst"], "gpus_per_replica": 1, "capacity_rps": 1.0,
+                    "demand": {"base_rps": 0.1, "noise": "none"}}],
+    }
+    result, ref = engine_and_reference(simulator.load_scenario(data), seed=1)
+    assert ref["pool_installed"][:, 0].tolist() == [0, 0, 0, 0]
+    assert_agree(ref, result)
+
+
+# -- training ------------------------------------------------------------------------------
+
+# ``pre`` (preempt) is chat's second choice: it serves all of chat until ``fresh`` gets its
+# 16 GPUs at 60.5 h (step 61), then only chat's peaks. ``left`` (leftover) serves embed, whose
+# peaks its jobs squeeze. p2 has the higher priority; p1 and p3 are preempted.
+TRAINING: dict = {
+    "name": "training",
+    "horizon": {"start": "2026-01-01", "duration": "4d", "step": "1h"},
+    "fleet": {"pools": [
+        {"name": "fresh", "gpu": "H100", "acquisition": {"type": "owned", "price_usd": 30000}, "count": 0,
+         "changes": [{"at": "60.5h", "add": 16}]},
+        {"name": "pre", "gpu": "H100", "acquisition": {"type": "owned", "price_usd": 30000}, "count": 32,
+         "training": {"mode": "preempt"}},
+        {"name": "left", "gpu": "H100", "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 2.5}, "count": 16,
+         "training": {"mode": "leftover"}},
+    ]},
+    "models": [
+        {"name": "chat", "pools": ["fresh", "pre"], "gpus_per_replica": 4, "capacity_rps": 5.0,
+         "demand": {"base_rps": 20, "seasonality": {"daily_amplitude": 0.5}, "noise": "poisson"}},
+        {"name": "embed", "pools": ["left"], "gpus_per_replica": 2, "capacity_rps": 4.0,
+         "demand": {"base_rps": 14, "seasonality": {"daily_amplitude": 0.4, "peak_hour": 9}, "noise": "poisson"}},
+    ],
+    "training": {"policy": "fifo", "review_every": "1h", "jobs": [
+        {"name": "p1", "pool": "pre", "gpus": 12, "submit": 0, "duration": "30h", "checkpoint_interval": "4h",
+         "restart_time": "1h"},
+        {"name": "p2", "pool": "pre", "gpus": 8, "submit": "2h", "duration": "20h", "checkpoint_interval": "3h",
+         "restart_time": "2h", "priority": 1},
+        {"name": "p3", "pool": "pre", "gpus": 4, "submit": "10h", "duration": "12h", "checkpoint_interval": "2h"},
+        {"name": "p4", "pool": "pre", "gpus": 16, "submit": "3d", "duration": "10h", "checkpoint_interval": "5h",
+         "restart_time": "1h"},
+        {"name": "l1", "pool": "left", "gpus": 8, "submit": 0, "duration": "24h", "checkpoint_interval": "6h"},
+        {"name": "l2", "pool": "left", "gpus": 4, "submit": "5h", "duration": "10h"},
+        {"name": "l3", "pool": "left", "gpus": 6, "submit": "1d", "duration": "30h", "checkpoint_interval": "6h"},
+    ]},
+    **COSTS,
+}
+
+
+@pytest.mark.parametrize("seed", [3, 8])
+def test_training_preempt_and_leftover_agree(seed: int):
+    scenario = simulator.load_scenario(TRAINING)
+    result, ref = engine_and_reference(scenario, seed)
+    jobs = {job["name"]: job for job in ref["jobs"]}
+    # Preemptions happen, only in the preempt pool and never to the higher-priority p2; jobs
+    # wait for room, and all end inside the horizon.
+    assert sum(job["preemptions"] for job in jobs.values()) >= 2 and jobs["p2"]["preemptions"] == 0
+    assert all(jobs[name]["preemptions"] == 0 for name in ("l1", "l2", "l3"))
+    assert all(job["end_s"] is not None for job in jobs.values())
+    submitted = {spec.name: scenario.horizon.offset_of(spec.submit) for spec in scenario.training.jobs}
+    assert any(job["start_s"] > submitted[name] for name, job in jobs.items())
+    pre, left = ref["pool_inference"][:, 1], ref["pool_training"][:, 2]
+    assert pre[:61].min() > 0 and (pre[61:] == 0).any() and (pre[61:] > 0).any()
+    # In the leftover pool, jobs keep their GPUs and embed goes short.
+    assert (ref["model_unserved"][:, 1][left > 0] > 0).any()
+    assert (ref["pool_rnd"][:, 1:] > 0).any() and (ref["pool_rnd"][:, 0] == 0).all()
+    assert_agree(ref, result)
+
+
+def test_training_reference_by_hand():
+    """The reference's training, on a case small enough to work out on paper."""
+    data = {
+        "name": "hand",
+        "horizon": {"start": "2026-01-01", "duration": "10h", "step": "1h"},
+        "fleet": {"pools": [{"name": "pre", "gpu": "H100", "acquisition": {"type": "owned", "price_usd": 0},
+                             "count": 8, "training": {"mode": "preempt"}}]},
+        "models": [{"name": "m", "pools": ["pre"], "gpus_per_replica": 1, "capacity_rps": 1.0,
+                    "demand": {"base_rps": 1.0, "noise": "none"}}],
+        "training": {"jobs": [{"name": "j", "pool": "pre", "gpus": 8, "duration": "5h",
+                               "checkpoint_interval": "2h", "restart_time": "1h"}]},
+    }
+    demand = np.zeros((10, 1))
+    demand[3] = 2 * 3600  # step 3 needs 2 replicas: j is preempted at 3 h, 2 h of its 3 saved
+    ref = reference_run(simulator.load_scenario(data), demand)
+    # Back at 4 h (8 GPUs free again): 1 h restart, then the 3 h left: ends at 8 h.
+    assert ref["pool_training"][:, 0].tolist() == [8, 8, 8, 0, 8, 8, 8, 8, 0, 0]
+    assert ref["pool_inference"][:, 0].tolist() == [0, 0, 0, 2, 0, 0, 0, 0, 0, 0]
+    assert ref["jobs"] == [{"name": "j", "start_s": 0.0, "end_s": 8 * 3600.0, "preemptions": 1, "done_s": 5 * 3600.0}]

@@ -106,11 +106,12 @@ def test_power_cap_below_the_initial_fleet_is_refused(tmp_path):
 
 def test_the_autoscaler_follows_a_demand_step_with_its_delay_and_cooldown():
     # One on-demand pool: base 2 GPUs, at most 20, target utilization 0.5, provisioning 2 h,
-    # cooldown 3 h, deciding every hour on the step just integrated. 1 GPU serves 1 req/s.
-    # Demand is 1 req/s, 5 req/s during [24 h, 48 h), then 1 req/s again.
-    # t = 25 h: step 24 had 2 GPUs busy and 3 missing -> desired ceil(5 / 0.5) = 10 -> request 8,
-    #           in service from 27 h. Cooldown until 28 h; at 28 h step 27 is served: 10 wanted.
-    # t = 49 h: step 48 had 1 busy -> desired max(2, ceil(1 / 0.5)) = 2 -> release 8 at once.
+    # cooldown 3 h, deciding every hour on the demand of the step it decides for. 1 GPU serves
+    # 1 req/s. Demand is 1 req/s (3,600 per step), 5 req/s (18,000) in steps 24-47, then 1 again.
+    # t = 24 h: ceil(18,000 / (3,600 x 0.5)) = 10 wanted -> ask 8, in service at 26 h (step 26);
+    # steps 24 and 25 lose 18,000 - 7,200 each (the old autoscaler, deciding on the step just
+    # integrated, asked an hour later and lost three steps).
+    # t = 48 h (cooldown over at 27 h; 10 wanted until then): ceil(3,600 / 1,800) = 2 -> release 8.
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "3d", "step": "1h"})
     data["fleet"]["pools"][0].update(count=2, acquisition={
         "type": "on_demand", "usd_per_gpu_hour": 1.0, "max_count": 20, "provisioning_delay": "2h",
@@ -120,9 +121,10 @@ def test_the_autoscaler_follows_a_demand_step_with_its_delay_and_cooldown():
         {"at": "48h", "rps": 5}, {"at": "2881min", "rps": 1}]}}
     ts = run(data).timeseries
     installed = ts["gpus_installed"].to_numpy()
-    assert (installed[:27] == 2).all() and (installed[27:49] == 10).all() and (installed[49:] == 2).all()
+    assert installed.tolist() == [2] * 26 + [10] * 22 + [2] * 24
     unserved = ts["unserved_requests"].to_numpy()
-    assert (unserved[24:27] == pytest.approx(3 * 3600)) and (unserved[27:] == 0).all()
+    assert unserved[24:26].tolist() == [10_800, 10_800]
+    assert (unserved[:24] == 0).all() and (unserved[26:] == 0).all()
     assert ts["cost_cloud_on_demand_usd"].sum() == pytest.approx(2 * 72 + 8 * 22)
 
 

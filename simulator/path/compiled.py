@@ -8,6 +8,7 @@ scenario draw the same numbers for the same pool or model: common random numbers
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,6 +71,8 @@ class PoolPlan:
     spot: Spot | None
     autoscale: Autoscale | None
     max_count: int
+    min_count: int
+    scheduled_gpus: np.ndarray | None  # (n_steps,) GPUs an autoscale schedule holds in each step
     provisioning_delay_s: float
     reserved_start_s: float
     reserved_end_s: float
@@ -122,8 +125,9 @@ class CompiledScenario:
     noise: tuple[str, ...]
     tokens_per_request: np.ndarray  # input + output tokens, per model
     # Training.
-    inference_need: np.ndarray  # (n_steps, n_pools): expected GPUs the models preferring a pool need
+    inference_need: np.ndarray  # (n_steps, n_pools): expected GPUs the models preferring a pool need (procurement)
     training_mode: tuple[str, ...]
+    preempt: np.ndarray  # bool per pool: training mode `preempt` (inference may take jobs' GPUs)
     training_partition: np.ndarray  # int64: dedicated training GPUs per pool
     training_policy: str
     training_review_s: float
@@ -136,6 +140,10 @@ class CompiledScenario:
     # Scalars.
     usd_per_kwh: float
     other_usd_s: float
+
+    def step_at_or_after(self, seconds: float) -> int:
+        """The first step that starts at or after ``seconds``: where an event then takes effect."""
+        return max(0, math.ceil(seconds / self.step_s - 1e-9))
 
     def reserved_after_horizon_usd(self) -> float:
         """What the reserved pools still owe after the horizon's end: count × price per
@@ -246,6 +254,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         ),
         inference_need=_inference_need(demand, preferences, capacity, gpus_per_replica, len(pools)),
         training_mode=tuple(pool.training.mode for pool in pools),
+        preempt=np.array([pool.training.mode == "preempt" for pool in pools], dtype=bool),
         training_partition=np.array(
             [pool.training.partition_gpus if pool.training.mode == "dedicated" else 0 for pool in pools], dtype=np.int64
         ),
@@ -302,9 +311,11 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
     if isinstance(acquisition, Reserved):
         start, end = acquisition.bounds_s(horizon)
     autoscale = acquisition.autoscale if isinstance(acquisition, OnDemand) else None
-    max_count = pool.count
+    max_count = min_count = pool.count
     if isinstance(acquisition, OnDemand) and acquisition.max_count is not None:
         max_count = acquisition.max_count
+    if isinstance(acquisition, OnDemand) and acquisition.min_count is not None:
+        min_count = acquisition.min_count
     retire = acquisition.retire_years * (365.25 * 86400) if isinstance(acquisition, Owned) and acquisition.retire_years else np.inf
     return PoolPlan(
         name=pool.name,
@@ -314,6 +325,9 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
         spot=acquisition if isinstance(acquisition, Spot) else None,
         autoscale=autoscale,
         max_count=max_count,
+        min_count=min_count,
+        scheduled_gpus=None if autoscale is None or autoscale.schedule is None
+        else scheduled_per_step(autoscale.schedule, horizon),
         provisioning_delay_s=acquisition.provisioning_delay if isinstance(acquisition, OnDemand) else 0.0,
         reserved_start_s=0.0 if start == np.inf else start,
         reserved_end_s=end,
@@ -322,6 +336,21 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
         procurement=pool.procurement,
         site_kw_per_gpu=scenario.site_kw_per_gpu(pool.gpu) if pool.owned else 0.0,
     )
+
+
+def scheduled_per_step(schedule: list[int], horizon) -> np.ndarray:
+    """GPUs a daily (24) or weekly (168, from Monday 00:00) schedule by UTC hour holds in each
+    step: the most of the hours the step overlaps."""
+    times = horizon.times()
+    seconds = (times.day_of_week * 86_400 + times.hour * 3600 + times.minute * 60 + times.second).to_numpy()
+    first = seconds // 3600
+    last = np.ceil((seconds + horizon.step_s) / 3600.0 - 1e-9).astype(np.int64) - 1
+    values = np.asarray(schedule, dtype=np.int64)
+    out = values[first % len(values)]
+    for extra in range(1, min(int((last - first).max(initial=0)), len(values) - 1) + 1):
+        overlaps = last - first >= extra
+        out = np.where(overlaps, np.maximum(out, values[(first + extra) % len(values)]), out)
+    return out
 
 
 def _api_mode(model) -> int:

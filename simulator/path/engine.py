@@ -7,11 +7,18 @@ before each change the :class:`StepClock` integrates, in one numba call, every s
 previous change up to this event with the fleet as it was. An event at time ``t`` takes
 effect from the first step that starts at or after ``t``.
 
+Where training runs in a ``preempt`` pool, inference comes first in every step, judged on
+that step's drawn demand: the clock then integrates ahead to the next event before SimPy
+moves (nothing can change the fleet in between), and a step where inference needs GPUs that
+jobs hold ends the integration there; the jobs are preempted at that step's start and the
+step is integrated after. So a job yields in the very step its GPUs are needed.
+
 The engine knows no YAML and no files: it takes a :class:`CompiledScenario` and a seed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -80,22 +87,33 @@ class StepClock:
         launches = bool(plan.launches)
         self.fixed_revenue = plan.fixed_revenue.copy() if launches else plan.fixed_revenue
         self.subscribers = plan.subscribers.copy() if launches else plan.subscribers
-        self.inference_need = plan.inference_need.copy() if launches else plan.inference_need
+        self.expected = plan.expected_demand.copy() if launches else plan.expected_demand
+        # Per model, its day-to-day volatility factor per step (or 1.0); set where a forecast needs it.
+        self.level: list | None = None
         self.next_step = 0
+        # Preemption by inference: a step from ``stop_from`` on where inference needs GPUs that jobs
+        # hold in a preempt pool is left for ``on_stop(step)`` to preempt at its start, first.
+        self.stop_from = 0
+        self.on_stop: Callable[[int], bool] = lambda step: False
+        self._stop_pending = False
         n_pools, n_models = len(plan.pool_names), len(plan.model_names)
         self.pool_out = _output_array((plan.n_steps, n_pools, N_POOL_COLS))
         self.model_out = _output_array((plan.n_steps, n_models, N_MODEL_COLS))
         self.other_out = _output_array((plan.n_steps,))
         self.kernel_calls = 0
 
-    def advance(self) -> None:
-        """Integrate every step that starts before now."""
-        end = min(_first_step_at_or_after(self.env.now, self.plan.step_s), self.plan.n_steps)
-        if end <= self.next_step or self.fleet is None:
+    def advance(self, until_s: float | None = None) -> None:
+        """Integrate every step that starts before now (or before ``until_s``), unless one needs
+        jobs preempted first: then stop there and preempt them at its start."""
+        now = self.env.now if until_s is None else until_s
+        if now <= (self.next_step + 1e-9) * self.plan.step_s:  # no step starts before now that is not done
+            return
+        end = min(self.plan.step_at_or_after(now), self.plan.n_steps)
+        if end <= self.next_step or self.fleet is None or self._stop_pending:
             return
         fleet, plan, outages = self.fleet, self.plan, self.outages
         outages.prepare(self.next_step, end, fleet.installed)
-        integrate_interval(
+        reached = integrate_interval(
             self.next_step,
             end,
             plan.step_s,
@@ -117,6 +135,8 @@ class StepClock:
             fleet.blocked,
             fleet.training,
             fleet.training_floor,
+            plan.preempt,
+            self.stop_from,
             plan.serves_model,
             fleet.depreciation_usd_s,
             plan.cloud_usd_gpu_s,
@@ -136,7 +156,29 @@ class StepClock:
             self.other_out,
         )
         self.kernel_calls += 1
-        self.next_step = end
+        self.next_step = reached
+        if reached < end:
+            self._stop_pending = True
+            self.env.process(self._preempt_at(reached))
+
+    def _preempt_at(self, step: int):
+        yield self.env.timeout(max(0.0, step * self.plan.step_s - self.env.now))
+        self._stop_pending = False
+        if not self.on_stop(step):  # nothing to preempt after all: integrate the step as it is
+            self.stop_from = step + 1
+
+    def requests_at(self, step: int) -> np.ndarray:
+        """The drawn requests of every model in ``step``."""
+        return self.demand[min(step, self.plan.n_steps - 1)]
+
+    def forecast_at(self, step: int, now_step: int) -> np.ndarray:
+        """Expected requests of every model in ``step``, as known at ``now_step``: the scenario's
+        pattern times the day-to-day level seen then (a persistence forecast)."""
+        step = min(step, self.plan.n_steps - 1)
+        if self.level is None:
+            return self.expected[step]
+        seen = min(now_step, self.plan.n_steps - 1)
+        return self.expected[step] * np.array([lv if np.isscalar(lv) else lv[seen] for lv in self.level])
 
 
 def _output_array(shape: tuple[int, ...]) -> np.ndarray:
@@ -155,10 +197,6 @@ def _output_array(shape: tuple[int, ...]) -> np.ndarray:
         return np.zeros(shape)
     finally:
         toggle(previous)
-
-
-def _first_step_at_or_after(seconds: float, step_s: float) -> int:
-    return max(0, int(np.ceil(seconds / step_s - 1e-9)))
 
 
 def draw_demand(plan: CompiledScenario, seed: int, path: int) -> np.ndarray:
@@ -212,6 +250,20 @@ def _service_change(env: simpy.Environment, fleet: FleetState, pool: int, at_s: 
 def _return_after(env: simpy.Environment, fleet: FleetState, pool: int, after_s: float, count: int):
     yield env.timeout(after_s)
     fleet.return_to_service(pool, count)
+
+
+def _run_integrating_ahead(env: simpy.Environment, clock: StepClock, horizon: float) -> None:
+    """Run to the horizon, integrating up to each event before SimPy processes it.
+
+    Between two events nothing changes the fleet, so integrating early is integrating with
+    the fleet as it was; what it gains is that a step where inference needs GPUs that jobs hold
+    is found before SimPy passes its start, and the preemption lands at that very step.
+    """
+    while True:
+        clock.advance(min(env.peek(), horizon))
+        if env.peek() >= horizon:  # (the advance may have scheduled a preemption)
+            return
+        env.step()
 
 
 def _power_cap(env: simpy.Environment, fleet: FleetState, at_s: float, kw: float):
@@ -278,10 +330,15 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
         if info.procurement is not None:
             env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
         if info.autoscale is not None:
-            env.process(autoscaler(env, fleet, plan, pool, clock, int(plan.initial_count[pool])))
+            env.process(autoscaler(env, fleet, plan, pool, clock))
+    if any(info.autoscale is not None and info.autoscale.policy == "predictive" for info in plan.pools):
+        clock.level = [demand_factor(plan, m, seed, path) for m in range(len(plan.model_names))]
     training = start_training(env, fleet, clock, plan, lambda stream, key: path_generator(seed, path, stream, key))
-    env.run(until=horizon)
-    clock.advance()
+    if training.jobs and plan.preempt.any():
+        _run_integrating_ahead(env, clock, horizon)
+    else:
+        env.run(until=horizon)
+    clock.advance(horizon)
     queued, running = training.per_step(plan.n_steps, plan.step_s)
     for job in training.jobs:  # plain records from here on: results cross process boundaries
         job.process = job.finished = None

@@ -4,7 +4,9 @@ Between two consecutive events the fleet is fixed, so one compiled call integrat
 step of the interval ``[k0, k1)``: for each step it places the replicas each model needs on
 its pools (in the models' order, each model's pools in its order of preference), serves
 ``min(demand, capacity)``, and books GPUs by use, energy, cost and revenue into
-preallocated arrays. Random draws never happen here: demand arrives as an array drawn
+preallocated arrays. In a ``preempt`` pool inference comes first: a step where it needs GPUs
+that training jobs hold ends the call, so that the engine preempts the jobs at that step's
+start and integrates it afterwards. Random draws never happen here: demand arrives as an array drawn
 from the path's NumPy generator.
 
 Column layouts of the output arrays are named by the ``POOL_*`` and ``MODEL_*`` constants.
@@ -92,6 +94,106 @@ def _interpolate(xs, ys, x):
     return ys[j - 1] + w * (ys[j] - ys[j - 1])
 
 
+@njit(cache=True, inline="always")
+def place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, free, inference, taken, load,
+                   unplaced):
+    """Place the replicas of every model for the requests ``demand[k]`` on its pools; fill the arrays.
+
+    Models are served in their listed order, each on its pools in order of preference, each
+    pool's replicas of that pool's shape, until its demand is covered or no pool has room.
+    ``free`` (GPUs per pool open to inference) and ``inference`` (GPUs per pool placed) are
+    updated; ``taken[m, j]`` gets the replicas of model ``m`` on its ``j``-th pool and
+    ``load[m, j]`` the requests they serve (all full but, when the demand is covered, the last);
+    ``unplaced[m]`` is the demand no replica took (0 when covered; all of it for an API-only
+    model, which places none). The replica slack is relative to the whole demand, as if the
+    replicas were counted at once.
+    """
+    n_models, n_prefs = taken.shape
+    for m in range(n_models):
+        total = demand[k, m]
+        slack = total * _REPLICA_SLACK
+        remaining = total if api_mode[m] != API_ALL else 0.0
+        for j in range(n_prefs):
+            taken[m, j] = 0
+            load[m, j] = 0.0
+        for j in range(n_prefs):
+            p = preferences[m, j]
+            if p < 0 or remaining <= 0.0:
+                continue
+            per_replica = capacity_per_step[m, j]
+            gpus = gpus_per_replica[m, j]
+            needed = int(math.ceil((remaining - slack) / per_replica))
+            if needed <= 0:  # what is left is below the slack: covered
+                remaining = 0.0
+                break
+            take = min(needed, free[p] // gpus)
+            if take <= 0:
+                continue
+            taken[m, j] = take
+            free[p] -= take * gpus
+            inference[p] += take * gpus
+            served_here = remaining if take >= needed else take * per_replica
+            load[m, j] = served_here
+            remaining = 0.0 if take >= needed else remaining - served_here
+        unplaced[m] = remaining if api_mode[m] != API_ALL else total
+
+
+@njit(cache=True, inline="always")
+def open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free):
+    """GPUs per pool inference may use: available, less a dedicated partition or the GPUs jobs
+    hold, except in ``preempt`` pools, where inference comes first and jobs' GPUs are open to it."""
+    for p in range(installed.shape[0]):
+        available = installed[p] - failed[p] - out_of_service[p]
+        held = training_floor[p] if preempt[p] else max(training[p], training_floor[p])
+        free[p] = max(available - held, 0)
+
+
+@njit(cache=True)
+def inference_gpus(requests, capacity_per_step, gpus_per_replica, preferences, api_mode, installed, failed,
+                   out_of_service, training, training_floor, preempt):
+    """GPUs per pool inference places for one step's ``requests`` with the fleet as it is now.
+
+    What training may start on (``available − held − this``) and what a ``preempt`` pool's
+    jobs must yield (``this − (available − held)``, when positive) are read from it.
+    """
+    n_pools = installed.shape[0]
+    free = np.empty(n_pools, dtype=np.int64)
+    inference = np.zeros(n_pools, dtype=np.int64)
+    taken = np.zeros(preferences.shape, dtype=np.int64)
+    load = np.zeros(preferences.shape, dtype=np.float64)
+    unplaced = np.zeros(preferences.shape[0], dtype=np.float64)
+    open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
+    place_replicas(requests.reshape(1, -1), 0, capacity_per_step, gpus_per_replica, preferences, api_mode, free,
+                   inference, taken, load, unplaced)
+    return inference
+
+
+@njit(cache=True)
+def gpus_wanted_on(pool, requests, target_utilization, capacity_per_step, gpus_per_replica, preferences, api_mode,
+                   installed, failed, out_of_service, training, training_floor, preempt):
+    """GPUs ``pool`` should hold for one step's ``requests``: place every model as the fleet
+    stands but with ``pool`` unbounded, then size each model's replicas there for the load
+    they take at ``target_utilization`` (whole replicas, in this pool's shape for the model)."""
+    n_pools = installed.shape[0]
+    free = np.empty(n_pools, dtype=np.int64)
+    inference = np.zeros(n_pools, dtype=np.int64)
+    taken = np.zeros(preferences.shape, dtype=np.int64)
+    load = np.zeros(preferences.shape, dtype=np.float64)
+    unplaced = np.zeros(preferences.shape[0], dtype=np.float64)
+    open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
+    free[pool] = 1 << 50
+    place_replicas(requests.reshape(1, -1), 0, capacity_per_step, gpus_per_replica, preferences, api_mode, free,
+                   inference, taken, load, unplaced)
+    wanted = 0
+    for m in range(preferences.shape[0]):
+        for j in range(preferences.shape[1]):
+            if preferences[m, j] == pool and taken[m, j] > 0:
+                per_replica = capacity_per_step[m, j] * target_utilization
+                replicas = max(int(math.ceil(load[m, j] / per_replica * (1.0 - _REPLICA_SLACK))), 1)
+                wanted += replicas * gpus_per_replica[m, j]
+    return wanted
+
+
 @njit(cache=True)
 def integrate_interval(
     k0,
@@ -115,6 +217,8 @@ def integrate_interval(
     power_blocked,
     training,
     training_floor,
+    preempt,
+    stop_from,
     serves_model,
     depreciation_usd_s,
     cloud_usd_gpu_s,
@@ -133,7 +237,8 @@ def integrate_interval(
     model_out,
     other_out,
 ):
-    """Integrate steps ``k0 <= k < k1`` with the fleet held fixed.
+    """Integrate steps ``k0 <= k < k1`` with the fleet held fixed; return the step it stopped
+    before (``k1`` when it integrated them all).
 
     Args:
         k0, k1: first step and one past the last step of the interval.
@@ -157,6 +262,11 @@ def integrate_interval(
         is_spot: per pool, billed only for GPUs running (else for GPUs installed).
         power_blocked: delivered GPUs per pool waiting for site power.
         training_floor: GPUs per pool kept from inference for training (a dedicated partition).
+        preempt: per pool, inference comes first: it may take GPUs training jobs hold.
+        stop_from: from this step on, a step where inference needs GPUs that jobs hold in a
+            ``preempt`` pool is not integrated: the kernel returns its index so that the jobs
+            can be preempted at its start. Before it (or when the caller cannot preempt), the
+            step is integrated with the jobs squeezed: inference takes the GPUs it needs.
         serves_model: per pool, some model lists it; a pool that serves none is all R&D.
         outage_*, heap_*: the outage channels' state (:mod:`simulator.path.fleet.outages`).
         depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
@@ -175,50 +285,40 @@ def integrate_interval(
     available = np.empty(n_pools, dtype=np.int64)
     billed = np.empty(n_pools, dtype=np.int64)
     inference = np.empty(n_pools, dtype=np.int64)
+    train = np.empty(n_pools, dtype=np.int64)
     busy = np.empty(n_pools, dtype=np.float64)
-    taken = np.zeros(n_prefs, dtype=np.int64)
+    taken = np.zeros((n_models, n_prefs), dtype=np.int64)
+    load = np.zeros((n_models, n_prefs), dtype=np.float64)
+    unplaced = np.zeros(n_models, dtype=np.float64)
     for k in range(k0, k1):
         advance_outages(k * step_s, installed, failed, out_of_service, outage_ints, outage_floats, heap_time, heap_count,
                         outage_expo, outage_repair)
         for p in range(n_pools):
             available[p] = installed[p] - failed[p] - out_of_service[p]
             billed[p] = available[p] if is_spot[p] else installed[p]
-            free[p] = max(available[p] - max(training[p], training_floor[p]), 0)
             inference[p] = 0
-            busy[p] = float(min(training[p], available[p]))
+            # The rule of open_to_inference, written out: calling it here cost 20% of the kernel.
+            held = training_floor[p] if preempt[p] else max(training[p], training_floor[p])
+            free[p] = max(available[p] - held, 0)
+        place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, free, inference, taken,
+                       load, unplaced)
+        for p in range(n_pools):
+            # Jobs keep what inference left them; in a preempt pool that may be less than they hold.
+            train[p] = max(min(training[p], available[p] - inference[p]), 0)
+            if preempt[p] and k >= stop_from and train[p] < min(training[p], available[p]):
+                return k
+            busy[p] = float(train[p])
         for m in range(n_models):
             requests = demand[k, m]
-            # Replicas go to the model's pools in order of preference, each pool's replicas of
-            # that pool's shape, until the demand is covered or no pool has room. The replica
-            # slack is relative to the whole demand, as if the replicas were counted at once.
             slack = requests * _REPLICA_SLACK
-            remaining = requests if api_mode[m] != API_ALL else 0.0
             placed = 0
             capacity_placed = 0.0
             for j in range(n_prefs):
-                taken[j] = 0
-                p = preferences[m, j]
-                if p < 0 or remaining <= 0.0:
-                    continue
-                per_replica = capacity_per_step[m, j]
-                gpus = gpus_per_replica[m, j]
-                needed = int(math.ceil((remaining - slack) / per_replica))
-                if needed <= 0:  # what is left is below the slack: covered
-                    remaining = 0.0
-                    break
-                take = min(needed, free[p] // gpus)
-                if take <= 0:
-                    continue
-                taken[j] = take
-                free[p] -= take * gpus
-                inference[p] += take * gpus
-                placed += take
-                capacity_placed += take * per_replica
-                # This pool's replicas take what is left, all full but (when it is covered) the last.
-                load = remaining if take >= needed else take * per_replica
-                busy[p] += load / per_replica * gpus
-                remaining = 0.0 if take >= needed else remaining - load
-            self_served = requests - remaining if api_mode[m] != API_ALL else 0.0
+                if taken[m, j] > 0:
+                    placed += taken[m, j]
+                    capacity_placed += taken[m, j] * capacity_per_step[m, j]
+                    busy[preferences[m, j]] += load[m, j] / capacity_per_step[m, j] * gpus_per_replica[m, j]
+            self_served = requests - unplaced[m]
             left = requests - self_served
             api = 0.0
             if api_mode[m] != API_NONE and left > 0.0:
@@ -240,8 +340,8 @@ def integrate_interval(
             within = 0.0
             if placed > 0:
                 for j in range(n_prefs):
-                    if taken[j] > 0:
-                        share = taken[j] * capacity_per_step[m, j] / capacity_placed
+                    if taken[m, j] > 0:
+                        share = taken[m, j] * capacity_per_step[m, j] / capacity_placed
                         within += share * _interpolate(slo_load[m, j], slo_attainment[m, j], replica_load)
             model_out[k, m, MODEL_DEMAND] = requests
             model_out[k, m, MODEL_SERVED] = served
@@ -254,7 +354,6 @@ def integrate_interval(
             model_out[k, m, MODEL_API_COST] = api * api_cost_per_request[m]
         for p in range(n_pools):
             avail = available[p]
-            train = min(training[p], avail)
             cloud = cloud_usd_gpu_s[p] * billed[p] * step_s
             facility = facility_usd_gpu_s[p] * installed[p] * step_s
             depreciation = depreciation_usd_s[p] * step_s
@@ -263,11 +362,11 @@ def integrate_interval(
             if serves_model[p]:
                 # GPUs held for training: those running jobs, and idle ones of a dedicated
                 # partition; the rest (idle, failed) is capacity held for inference.
-                held = min(max(train, training_floor[p]), avail)
+                held = min(max(train[p], training_floor[p]), avail)
                 share = held / installed[p] if installed[p] > 0 else 0.0
                 pool_out[k, p, POOL_RND_DEPRECIATION] = depreciation * share
                 pool_out[k, p, POOL_RND_CLOUD] = cloud * (held / billed[p] if billed[p] > 0 else 0.0)
-                pool_out[k, p, POOL_RND_ENERGY] = (train * busy_kw[p] + (held - train) * idle_kw[p]) * hours * usd_per_kwh
+                pool_out[k, p, POOL_RND_ENERGY] = (train[p] * busy_kw[p] + (held - train[p]) * idle_kw[p]) * hours * usd_per_kwh
                 pool_out[k, p, POOL_RND_FACILITY] = facility * share
             else:  # a pool no model uses exists for training: all of it, idle and failed GPUs too
                 pool_out[k, p, POOL_RND_DEPRECIATION] = depreciation
@@ -277,8 +376,8 @@ def integrate_interval(
             pool_out[k, p, POOL_INSTALLED] = installed[p]
             pool_out[k, p, POOL_AVAILABLE] = avail
             pool_out[k, p, POOL_INFERENCE] = inference[p]
-            pool_out[k, p, POOL_TRAINING] = train
-            pool_out[k, p, POOL_IDLE] = avail - train - inference[p]
+            pool_out[k, p, POOL_TRAINING] = train[p]
+            pool_out[k, p, POOL_IDLE] = avail - train[p] - inference[p]
             pool_out[k, p, POOL_BUSY] = busy[p]
             pool_out[k, p, POOL_DEPRECIATION] = depreciation
             pool_out[k, p, POOL_CLOUD] = cloud
@@ -288,6 +387,7 @@ def integrate_interval(
             pool_out[k, p, POOL_POWER_BLOCKED] = power_blocked[p]
             pool_out[k, p, POOL_OUT_OF_SERVICE] = out_of_service[p]
         other_out[k] = other_usd_s * step_s
+    return k1
 
 
 @njit(cache=True)

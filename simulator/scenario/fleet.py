@@ -6,8 +6,9 @@ A pool is a set of identical GPUs acquired one way:
   end of life; energy and facility are paid; subject to the site's power cap. Its starting
   GPUs may already be in service (``in_service_since``, ``book_value_usd``): they are not
   paid again, and depreciate what is left of their life.
-- ``on_demand``: rented by the GPU-hour while held; elastic up to ``max_count`` when an
-  ``autoscale`` policy is given, with a provisioning delay.
+- ``on_demand``: rented by the GPU-hour while held; elastic between ``min_count`` and
+  ``max_count`` when an ``autoscale`` policy is given, in whole replicas and nodes, with a
+  provisioning delay (a request made at ``t`` is in service from ``t + delay``).
 - ``reserved``: a committed count for a term, paid whether used or not.
 - ``spot``: cheap, billed only while running, preempted at a rate and replaced after a delay.
 
@@ -95,11 +96,48 @@ class StartingCohort:
 
 
 class Autoscale(Frozen):
-    """Scale an on-demand pool to keep its utilization near a target."""
+    """Scale an on-demand pool in whole replicas (and whole nodes), by one of three policies.
 
-    target_utilization: Annotated[float, Field(gt=0, le=1)] = 0.7
-    cooldown: Duration = Field(default=3600.0, description="Least time between two scaling actions")
+    - ``reactive``: size the pool for the demand of the step being decided (what spills to it
+      from the models' other pools as they stand), at ``target_utilization``.
+    - ``scheduled``: hold the GPUs a daily or weekly ``schedule`` gives for each hour.
+    - ``predictive``: size the pool for the highest forecast demand (times ``1 + margin``)
+      over the steps that capacity asked now will serve: from now until the next decision's
+      capacity can arrive, provisioning delay included. So capacity is there for a peak.
+    """
+
+    policy: Literal["reactive", "scheduled", "predictive"] = "reactive"
+    target_utilization: Annotated[float, Field(gt=0, le=1)] = Field(
+        default=0.7, description="Load per replica the pool is sized for (reactive, predictive)")
+    cooldown: Duration | None = Field(
+        default=None, description="Least time between two scaling actions (default: 1h reactive, 0 otherwise)")
+    scale_down_cooldown: Duration = Field(
+        default=0.0, description="GPUs are released only down to the most wanted over this window")
     interval: PositiveDuration | None = Field(default=None, description="How often to decide (default: the step)")
+    node_gpus: Annotated[int, Field(ge=1)] = Field(
+        default=1, description="GPUs rented together: the pool grows and shrinks in whole nodes")
+    margin: Annotated[float, Field(ge=0, le=10)] = Field(
+        default=0.1, description="Predictive: headroom over the forecast demand")
+    schedule: list[Annotated[int, Field(ge=0)]] | None = Field(
+        default=None, description="Scheduled: GPUs per hour of the day (24) or of the week from Monday 00:00 (168)")
+
+    @model_validator(mode="after")
+    def _policy_fields(self) -> Autoscale:
+        if self.policy == "scheduled":
+            if self.schedule is None:
+                raise ValueError("schedule is required with policy scheduled (24 or 168 GPU counts)")
+            if len(self.schedule) not in (24, 168):
+                raise ValueError(f"schedule has {len(self.schedule)} entries; give 24 (per hour of the day) "
+                                 "or 168 (per hour of the week)")
+        elif self.schedule is not None:
+            raise ValueError("schedule applies to policy scheduled")
+        return self
+
+    @property
+    def cooldown_s(self) -> float:
+        if self.cooldown is not None:
+            return self.cooldown
+        return 3600.0 if self.policy == "reactive" else 0.0
 
 
 class OnDemand(Frozen):
@@ -111,6 +149,9 @@ class OnDemand(Frozen):
     )
     max_count: Annotated[int, Field(ge=0)] | None = Field(
         default=None, description="Most GPUs the autoscaler may hold (default: the pool's count)"
+    )
+    min_count: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Fewest GPUs the autoscaler keeps (default: the pool's count, where it starts)"
     )
     provisioning_delay: Duration = Field(default=0.0, description="From request to GPUs in service")
     autoscale: Autoscale | None = None

@@ -131,6 +131,12 @@ def _check_acquisition(scenario: Scenario, index: int) -> None:
             raise ScenarioError((*loc, "max_count"), f"is below the pool's count ({pool.count})")
         if acquisition.autoscale is not None and acquisition.max_count is None:
             raise ScenarioError((*loc, "max_count"), "is required with autoscale (the most GPUs it may rent)")
+        if acquisition.min_count is not None:
+            if acquisition.autoscale is None:
+                raise ScenarioError((*loc, "min_count"), "applies with autoscale (the fewest GPUs it keeps)")
+            if acquisition.min_count > (acquisition.max_count or 0):
+                raise ScenarioError((*loc, "min_count"), f"is above max_count ({acquisition.max_count})")
+
     if not isinstance(acquisition, Owned) and (pool.orders or pool.procurement):
         raise ScenarioError(("fleet", "pools", index, "orders" if pool.orders else "procurement"),
                             "orders and procurement apply to owned pools")

@@ -1,69 +1,107 @@
 """An autoscaler for an on-demand pool, as a SimPy process.
 
-Every ``interval`` it looks at the step just integrated: the GPU-equivalents the pool kept
-busy plus the GPUs missing for the models that may use it, counted in this pool's replica
-shape. The pool should hold
-``ceil(that / target_utilization)`` GPUs, at least its base ``count`` and at most
-``max_count``. More GPUs are requested and arrive after the provisioning delay; surplus GPUs
-are released at once. No action follows another within the cooldown.
+It decides at the start of the horizon and every ``interval`` after, for the step about to
+be integrated, how many GPUs the pool should hold (its policy, :class:`Autoscale`):
+
+- ``reactive``: what this step's drawn demand needs here. Every model is placed on its pools
+  as the fleet stands, with this pool unbounded; what lands here is sized, model by model in
+  this pool's replica shape, at ``target_utilization``.
+- ``predictive``: the same sizing for the forecast demand (the scenario's expected demand
+  times the day-to-day level seen now, times ``1 + margin``), the most over every step that
+  capacity asked now, or held now, serves: from this step until the capacity of the next
+  decision can be in service (``interval + provisioning_delay`` ahead).
+- ``scheduled``: the most its schedule holds over those same steps.
+
+The count is rounded up to whole nodes (``node_gpus``) and kept within ``min_count`` and
+``max_count`` (rounded to whole nodes). GPUs asked at ``t`` are in service from
+``t + provisioning_delay``, so from the first step starting then; released GPUs go at once,
+but only down to the most wanted over the last ``scale_down_cooldown``, and only when no
+request is pending. No action follows another within the ``cooldown``.
+
+Each autoscaled pool sizes itself with every other pool as it stands: two autoscaled pools
+backing the same model may both grow for the same spill (list one of them, or give the
+second a lower ``max_count``).
 """
 
 from __future__ import annotations
 
 import math
+from collections import deque
 
-import numpy as np
 import simpy
 
-from simulator.path import kernels as K
 from simulator.path.compiled import CompiledScenario
 from simulator.path.fleet.state import FleetState
+from simulator.path.kernels import gpus_wanted_on
 
 
-def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario, pool: int,
-               clock, base_count: int):
-    """Keep the pool near its target utilization (see module docstring)."""
+def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario, pool: int, clock):
+    """Hold the GPUs the pool's policy wants (see module docstring)."""
     info = plan.pools[pool]
     policy = info.autoscale
     interval = policy.interval or plan.step_s
-    users = [m for m in range(len(plan.model_names)) if pool in plan.preferences[m]]
-    pending = 0
-    last_action = -np.inf
+    delay = info.provisioning_delay_s
+    node = policy.node_gpus
+    most = info.max_count // node * node
+    least = min(math.ceil(info.min_count / node) * node, most)
+    cooldown = policy.cooldown_s
+    requests: deque[list] = deque()  # [arrival time, GPUs] asked and not yet in service
+    last_action = -math.inf
+    recent: deque[tuple[float, int]] = deque()  # (decision time, GPUs wanted), for scale-down
 
-    def arrive(count: int):
-        nonlocal pending
-        yield env.timeout(info.provisioning_delay_s)
-        pending -= count
-        fleet.deliver(pool, count)
+    def arrive_due() -> None:
+        """Put in service every request due by now (a decision at an arrival's instant sees it)."""
+        while requests and requests[0][0] <= env.now + 1e-9:
+            _, count = requests.popleft()
+            fleet.deliver(pool, count)
+
+    def arrive(at_s: float):
+        yield env.timeout(at_s - env.now)
+        arrive_due()
 
     while True:
-        yield env.timeout(interval)
         clock.advance()
-        step = clock.next_step - 1
-        if step < 0 or env.now - last_action < policy.cooldown - 1e-9:
-            continue
-        busy = clock.pool_out[step, pool, K.POOL_BUSY]
-        missing = sum(_missing_here(plan, clock.model_out[step, m], m, pool) for m in users)
-        desired = math.ceil((busy + missing) / policy.target_utilization - 1e-9)
-        desired = min(max(desired, base_count), info.max_count)
-        held = int(fleet.installed[pool]) + pending
-        if desired > held:
-            pending += desired - held
-            env.process(arrive(desired - held))
-            last_action = env.now
-        elif desired < int(fleet.installed[pool]) and pending == 0:
-            fleet.remove(pool, int(fleet.installed[pool]) - desired)
-            last_action = env.now
+        arrive_due()
+        now = env.now
+        step = plan.step_at_or_after(now)
+        if step >= plan.n_steps:
+            return
+        last = max(step, min(plan.step_at_or_after(now + interval + delay) - 1, plan.n_steps - 1))
+        wanted = _wanted(plan, fleet, clock, pool, policy, step, last)
+        desired = min(max(math.ceil(wanted / node) * node, least), most)
+        recent.append((now, desired))
+        while recent[0][0] < now - policy.scale_down_cooldown - 1e-9:
+            recent.popleft()
+        keep = max(count for _, count in recent)
+        if now - last_action >= cooldown - 1e-9:
+            installed = int(fleet.installed[pool])
+            pending = sum(count for _, count in requests)
+            if desired > installed + pending:
+                more = desired - installed - pending
+                last_action = now
+                if delay > 0:
+                    requests.append([now + delay, more])
+                    env.process(arrive(now + delay))
+                else:
+                    fleet.deliver(pool, more)
+            elif keep < installed and pending == 0:
+                last_action = now
+                fleet.remove(pool, installed - keep)
+        yield env.timeout(interval)
 
 
-def _missing_here(plan: CompiledScenario, row: np.ndarray, model: int, pool: int) -> float:
-    """The GPUs a model's unserved demand would take on this pool, in this pool's replica shape
-    (``shortfall_gpus`` counts them in the first-choice pool's shape)."""
-    slot = int(np.flatnonzero(plan.preferences[model] == pool)[0])
-    same = (plan.capacity_per_step[model, slot] == plan.capacity_per_step[model, 0]
-            and plan.gpus_per_replica[model, slot] == plan.gpus_per_replica[model, 0])
-    unserved = row[K.MODEL_UNSERVED]
-    if same or unserved <= 0.0 or not plan.capacity_per_step[model, slot] > 0:
-        return row[K.MODEL_SHORTFALL_GPUS]
-    replicas = math.ceil(unserved / plan.capacity_per_step[model, slot] * (1.0 - 1e-12))
-    return replicas * int(plan.gpus_per_replica[model, slot])
+def _wanted(plan: CompiledScenario, fleet: FleetState, clock, pool: int, policy, step: int, last: int) -> int:
+    """GPUs the policy wants on ``pool`` for the steps ``step..last`` (see module docstring)."""
+    if policy.policy == "scheduled":
+        return int(plan.pools[pool].scheduled_gpus[step:last + 1].max())
+    if policy.policy == "reactive":
+        return _sized(plan, fleet, pool, clock.requests_at(step), policy.target_utilization)
+    scale = 1.0 + policy.margin
+    return max(_sized(plan, fleet, pool, clock.forecast_at(s, step) * scale, policy.target_utilization)
+               for s in range(step, last + 1))
+
+
+def _sized(plan: CompiledScenario, fleet: FleetState, pool: int, requests, target: float) -> int:
+    return int(gpus_wanted_on(pool, requests, target, plan.capacity_per_step, plan.gpus_per_replica,
+                              plan.preferences, plan.api_mode, fleet.installed, fleet.failed, fleet.out_of_service,
+                              fleet.training, fleet.training_floor, plan.preempt))

@@ -33,9 +33,10 @@ def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> Tra
     rng = generator(STREAM_TRAINING, 0)
     schedulers = [
         PoolScheduler(env, cluster, fleet, pool, policy, plan.training_mode[pool], int(plan.training_partition[pool]),
-                      clock.inference_need[:, pool], plan.step_s, rng)
+                      clock, rng)
         for pool in range(len(plan.pool_names))
     ]
+    clock.on_stop = lambda step: _preempt_for_inference(schedulers)
     used = {job.pool for job in jobs}
     for pool in used:
         if plan.training_mode[pool] != "dedicated":
@@ -53,6 +54,16 @@ def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> Tra
     return log
 
 
+def _preempt_for_inference(schedulers) -> bool:
+    """At the start of a step where inference needs GPUs that jobs hold: preempt them, then let
+    each queue start what still fits. Returns whether any job was preempted."""
+    preempted = [scheduler.preempt_for_inference() for scheduler in schedulers]
+    for scheduler, done in zip(schedulers, preempted, strict=True):
+        if done:
+            scheduler.try_start()
+    return any(preempted)
+
+
 def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: float, factor,
                   rng: np.random.Generator):
     """When ``job`` completes, demand for ``model`` starts ``delay`` later.
@@ -68,7 +79,4 @@ def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: f
     clock.demand[first:, model] = sample_counts(noisy[first:], plan.noise[model], rng)
     clock.subscribers[first:, model] = subscribers[first:]
     clock.fixed_revenue[first:, model] = revenue[first:]
-    pool = plan.preferences[model, 0]
-    if pool >= 0 and plan.capacity_per_step[model, 0] > 0:
-        replicas = np.ceil(expected[first:] / plan.capacity_per_step[model, 0] * (1 - 1e-12))
-        clock.inference_need[first:, pool] += replicas * plan.gpus_per_replica[model, 0]
+    clock.expected[first:, model] = expected[first:]

@@ -2,11 +2,15 @@
 
 A job starts only when all its GPUs are free for training at once. How many are free
 depends on the pool's mode: ``dedicated``: its partition, less what jobs hold; ``leftover``
-and ``preempt``: the pool's available GPUs less what jobs hold and what inference is
-expected to need this step (from expected demand of the models that prefer the pool). In
-``preempt`` mode, when inference needs GPUs that jobs hold, jobs are preempted (lowest
-priority, then latest started first) and requeued. The queue is re-examined when a job
-arrives or ends and every ``review_every``.
+and ``preempt``: the pool's available GPUs less what jobs hold and what inference places on
+the pool in the step the job would start, from that step's drawn demand of every model,
+placed on all its pools in its order of preference (so a pool that is a second choice gets
+what the first cannot hold). In ``preempt`` mode inference comes first in every step: the
+step clock stops at the start of a step where inference needs GPUs that jobs hold, and
+:meth:`PoolScheduler.preempt_for_inference` preempts jobs (lowest priority, then latest
+started first) until it has them; they lose the work since their last checkpoint and go
+back to the queue. In ``leftover`` mode jobs keep their GPUs and inference makes do. The
+queue is re-examined when a job arrives or ends and every ``review_every``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import numpy as np
 import simpy
 
 from simulator.path.fleet.state import FleetState
+from simulator.path.kernels import inference_gpus
 from simulator.path.training.jobs import Job, run_job
 from simulator.path.training.policies import Policy
 
@@ -61,11 +66,10 @@ class PoolScheduler:
     """The queue and the running jobs of one pool."""
 
     def __init__(self, env: simpy.Environment, cluster: Cluster, fleet: FleetState, pool: int, policy: Policy,
-                 mode: str, partition: int, inference_need: np.ndarray, step_s: float,
-                 rng: np.random.Generator) -> None:
+                 mode: str, partition: int, clock, rng: np.random.Generator) -> None:
         self.env, self.cluster, self.fleet, self.pool = env, cluster, fleet, pool
         self.policy, self.mode, self.partition = policy, mode, partition
-        self.need, self.step_s, self.rng = inference_need, step_s, rng
+        self.clock, self.rng = clock, rng
         self.queue: list[Job] = []
         self.running: list[Job] = []
         cluster.schedulers.append(self)
@@ -75,8 +79,15 @@ class PoolScheduler:
         return sum(job.gpus for job in self.running)
 
     def _inference_need(self) -> int:
-        step = min(int(self.env.now // self.step_s), len(self.need) - 1)
-        return int(self.need[step]) if step >= 0 else 0
+        """GPUs inference places on this pool in the step a change made now takes effect."""
+        plan, fleet = self.clock.plan, self.fleet
+        step = plan.step_at_or_after(self.env.now)
+        if step >= plan.n_steps:
+            return 0
+        need = inference_gpus(self.clock.requests_at(step), plan.capacity_per_step, plan.gpus_per_replica,
+                              plan.preferences, plan.api_mode, fleet.installed, fleet.failed, fleet.out_of_service,
+                              fleet.training, fleet.training_floor, plan.preempt)
+        return int(need[self.pool])
 
     def free(self) -> int:
         available = int(self.fleet.available[self.pool])
@@ -120,12 +131,14 @@ class PoolScheduler:
             job.finished.succeed(job)
         self.try_start()
 
-    def preempt_for_inference(self) -> None:
-        """In ``preempt`` mode, give inference back the GPUs it needs now."""
+    def preempt_for_inference(self) -> bool:
+        """In ``preempt`` mode, give inference the GPUs it needs in the step starting now; return
+        whether any job was preempted."""
         if self.mode != "preempt" or not self.running:
-            return
+            return False
         deficit = self._inference_need() - (int(self.fleet.available[self.pool]) - self.held)
         victims = sorted(self.running, key=lambda job: (job.priority, -job.running_since, -job.order))
+        preempted = False
         for job in victims:
             if deficit <= 0:
                 break
@@ -134,10 +147,11 @@ class PoolScheduler:
             self.queue.append(job)
             self.queue.sort(key=lambda queued: queued.order)
             deficit -= job.gpus
+            preempted = True
+        return preempted
 
     def review(self, every: float):
-        """Re-examine the pool periodically: capacity for training moves with inference."""
+        """Re-examine the queue periodically: the room for training moves with inference."""
         while True:
             yield self.env.timeout(every)
-            self.preempt_for_inference()
             self.try_start()
