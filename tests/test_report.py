@@ -4,23 +4,27 @@ compared, and the scenario's JSON Schema."""
 from __future__ import annotations
 
 import json
+import re
 import struct
 from pathlib import Path
 
 import jsonschema
+import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
 
 import simulator
 from simulator.cli import main
+from simulator.report.headline import money_text
 from simulator.scenario import dump_scenario
 from tests import browser
 
 ROOT = Path(__file__).parents[1]
 SCENARIOS = ROOT / "scenarios"
 SHORT = ["--set", "horizon.duration=60d", "--paths", "4"]
-CHARTS = {"demand_capacity", "shortfall_slo", "gpus_by_use", "cost_stack", "revenue_margin", "training_queue"}
+CHARTS = {"demand_capacity", "shortfall_slo", "gpus_by_use", "cost_stack", "revenue_margin", "training_queue",
+          "cash_balance"}
 
 
 def _invoke(*args: str):
@@ -48,7 +52,8 @@ def test_every_run_directory_gets_a_report_and_its_plots(launch_run):
     html = (launch_run / "report.html").read_text()
     assert "http://" not in html and "https://" not in html  # nothing loaded from the network
     assert html.count('<img class="chart"') == len(CHARTS)
-    assert "Key findings" in html and "Monthly P&amp;L" in html and "Variants" in html
+    assert "Key findings" in html and "Financial statements" in html and "Variants" in html
+    assert "Unit economics per model" in html and "Monthly P&amp;L" not in html  # superseded by the statements
 
 
 @pytest.mark.slow
@@ -57,12 +62,76 @@ def test_the_report_renders_in_chromium_without_console_errors(launch_run, tmp_p
     assert page.console == []
     assert page.body_attribute("data-rendered") == "true"
     assert page.body_attribute("data-charts") == page.body_attribute("data-expected-charts") == str(len(CHARTS))
-    # headline, by year, monthly P&L, variants, assumptions
-    assert page.body_attribute("data-tables") == page.body_attribute("data-expected-tables") == "5"
+    # headline, by year, the yearly, quarterly and monthly statements, unit economics, variants, assumptions
+    assert page.body_attribute("data-tables") == page.body_attribute("data-expected-tables") == "8"
+    dom = page.dom
+    for element in ('id="statement-year"', 'id="statement-quarter"', 'id="statement-month"',
+                    'id="unit-economics-table"', 'id="assumptions-table"', 'id="variants-table"'):
+        assert element in dom, element
+    assert re.search(r'<figure id="chart-cash_balance">\s*<img class="chart"', dom)
+    assert dom.count("<details") >= 3  # quarterly, monthly, the resolved scenario
+
+    # The yearly statement's figures are statements.parquet's P50s, formatted as money.
+    statements = pd.read_parquet(launch_run / "statements.parquet")
+    year = statements[statements["period_kind"] == "year"].set_index("line")
+    assert len(year.index.unique()) == len(year)  # a 60-day run lies in one calendar year
+    table = _element(dom, "table", "statement-year")
+    for line in ("net_income_usd", "revenue_usd", "capex_usd", "interest_usd", "cash_balance_usd"):
+        text, classes = _statement_cell(table, line)
+        p50 = year.loc[line, "p50"]
+        assert text == money_text(p50), line
+        assert ("negative" in classes) == (p50 < 0), line
+    assert _statement_cell(table, "interest_usd")[0] == "$0"  # zero is "$0", not "$0.000"
+    assert "<th>2026 (2 mo)</th>" in table  # the part of the year the horizon covers
+
+    # Unit economics: chat-70b's figures over the horizon, and the COGS no model carries.
+    unit = pd.read_parquet(launch_run / "unit_economics.parquet")
+    whole = unit[unit["month"].isna()].set_index("model")
+    table = _element(dom, "table", "unit-economics-table")
+    row = _row(table, "chat-70b")
+    assert row[2] == money_text(whole.loc["chat-70b", "revenue_usd"])
+    assert row[3] == money_text(whole.loc["chat-70b", "cogs_usd"])
+    assert row[5] == f"{whole.loc['chat-70b', 'gross_margin_pct']:.1f}%"
+    assert row[8].startswith("$0.000") and row[8] != "$0.000"  # a cost per request keeps 3 digits
+    if "unallocated" in whole.index:
+        assert _row(table, "unallocated (COGS no model carries)")[3] == money_text(whole.loc["unallocated", "cogs_usd"])
+    assert "by the GPUs their replicas hold there" in dom
+
+    # Every model's prices are listed in the assumptions; every card says its statistic.
+    assumptions = _element(dom, "table", "assumptions-table")
+    assert _row(assumptions, "Prices of chat-70b")[1] == "$0.90 per 1M input, $2.50 per 1M output (the scenario's)"
+    cards = re.findall(r'<div class="finding">(.*?)</div></div>', dom)
+    assert cards and all(re.search(r"P50|P10|mean|share|no path", card) for card in cards), cards
+    assert "Largest cost (mean over paths)" in dom and "Lowest cash balance" in dom
+
     shot = tmp_path / "report.png"
     browser.screenshot(launch_run / "report.html", shot)
     width, height = _png_size(shot)
     assert (width, height) == (1100, 5200) and shot.stat().st_size > 100_000
+
+
+def _element(dom: str, tag: str, element_id: str) -> str:
+    start = dom.index(f'id="{element_id}"')
+    return dom[start:dom.index(f"</{tag}>", start)]
+
+
+def _cells(row: str) -> list[str]:
+    return [re.sub(r"<[^>]+>", "", cell) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row)]
+
+
+def _row(table: str, first: str) -> list[str]:
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table):
+        cells = _cells(row)
+        if cells and cells[0] == first:
+            return cells
+    raise AssertionError(f"no row {first!r}")
+
+
+def _statement_cell(table: str, line: str) -> tuple[str, str]:
+    """The P50 text of a statement line's first period, and the classes of its cell."""
+    match = re.search(rf'<tr data-line="{line}"[^>]*><td[^>]*>[^<]*</td><td( class="([^"]*)")?[^>]*>([^<]*)', table)
+    assert match, line
+    return match.group(3), match.group(2) or ""
 
 
 def test_the_browser_check_catches_a_broken_page(tmp_path):
@@ -181,13 +250,13 @@ def test_compare_never_replaces_a_run_and_keeps_labels_whole(launch_run, tmp_pat
 
 
 def test_unit_costs_keep_their_cents():
-    import pandas as pd
-
     from simulator.report.tables import comparison_table
 
     table = comparison_table(pd.DataFrame({"variant": ["NA"], "cost_per_1m_tokens_usd_p50": [0.42],
-                                           "cost_usd_p50": [1234567.0]}))
-    assert [cell["text"] for cell in table["rows"][0]] == ["NA", "$0.420", "$1,234,567"]
+                                           "cost_usd_p50": [1234567.0], "gross_margin_usd_p10": [-5e4]}))
+    # amounts as a reader takes them in (narrow enough for many variant columns); unit costs keep cents
+    assert [cell["text"] for cell in table["rows"][0]] == ["NA", "$0.420", "$1.23M", "−$50k"]
+    assert table["rows"][0][3]["negative"]
 
 
 def test_an_interrupted_rerender_keeps_the_plots_folder(launch_run, monkeypatch):
@@ -227,3 +296,80 @@ def test_schema_file_is_readable_by_others_and_the_module_entry_has_every_comman
     assert all(command in done.stdout for command in ("report", "compare", "schema"))
     result = _invoke("run", str(SCENARIOS / "growth.yaml"), "--keep-paths", "²", "--out", str(tmp_path / "o"))
     assert result.exit_code == 2 and not (tmp_path / "o").exists()
+
+
+def test_the_assumptions_list_every_models_own_prices():
+    from simulator.report.tables import assumptions_table
+
+    growth = yaml.safe_load(dump_scenario(simulator.load_scenario(SCENARIOS / "growth.yaml")))
+    rows = {row[0]["text"]: row[1]["text"] for row in assumptions_table(growth)["rows"]}
+    own = {model["name"]: model["pricing"] for model in growth["models"]}
+    assert len(own) == 2 and all(own.values())
+    for name, price in own.items():
+        assert rows[f"Prices of {name}"] == (f"${price['input_usd_per_1m']:.2f} per 1M input, "
+                                             f"${price['output_usd_per_1m']:.2f} per 1M output (its own)")
+    assert rows["Prices of assistant-70b"].startswith("$1.00 per 1M input, $4.00 per 1M output")
+
+
+def test_statement_cells_format_money_signs_bands_and_partial_periods():
+    from simulator.report.statements import statement_tables
+
+    def line(period, name, label, kind, p10, p50, p90):
+        return {"period_kind": "year", "period": pd.Timestamp(period), "line": name, "label": label, "kind": kind,
+                "mean": p50, "p10": p10, "p50": p50, "p90": p90}
+
+    frame = pd.DataFrame([
+        line("2026-01-01", "revenue_usd", "Revenue", "flow", 9e5, 1.25e6, 1.5e6),
+        line("2026-01-01", "opex_usd", "Operating expenses", "flow", 2e5, 2e5, 2e5),
+        line("2026-01-01", "opex_payroll_usd", "  payroll", "flow", 2e5, 2e5, 2e5),
+        line("2026-01-01", "gross_margin_pct", "Gross margin %", "ratio", -12.0, -5.25, 3.0),
+        line("2026-01-01", "interest_usd", "Interest", "flow", 0.0, 0.0, 0.0),
+        line("2026-01-01", "net_income_usd", "Net income", "flow", -3.4e6, -2.5e6, -1e5),
+    ])
+    summary = {"start": "2026-07-01T00:00:00", "end": "2027-01-01T00:00:00"}
+    table = statement_tables(frame, summary)["year"]
+    assert table["columns"] == ["Line", "2026 (6 mo)"]
+    rows = {row["line"]: row for row in table["rows"]}
+    revenue = rows["revenue_usd"]["cells"][1]
+    assert (revenue["text"], revenue["band"], revenue["negative"]) == ("$1.25M", "$900k – $1.50M", False)
+    assert "band" not in rows["opex_usd"]["cells"][1]  # every path agrees: no band
+    assert rows["opex_payroll_usd"]["cells"][0] == {"text": "payroll", "negative": False, "indent": True}
+    assert rows["gross_margin_pct"]["cells"][1]["text"] == "−5.2%" and "ratio" in rows["gross_margin_pct"]["classes"]
+    assert rows["interest_usd"]["cells"][1]["text"] == "$0"
+    net = rows["net_income_usd"]["cells"][1]
+    assert (net["text"], net["negative"], net["band"]) == ("−$2.50M", True, "−$3.40M – −$100k")
+    assert net["title"] == "P10 −$3.40M · P50 −$2.50M · P90 −$100k · mean −$2.50M"
+    assert "total" in rows["net_income_usd"]["classes"]
+
+
+def test_unit_economics_table_shows_unallocated_cogs_and_the_total():
+    from simulator.report.statements import unit_economics_table
+
+    unit = pd.DataFrame([
+        {"month": pd.NaT, "model": "chat", "served_requests": 2e6, "revenue_usd": 1000.0, "cogs_usd": 400.0,
+         "gross_margin_usd": 600.0, "gross_margin_pct": 60.0, "cost_per_1m_input_tokens_usd": 0.0894,
+         "cost_per_1m_output_tokens_usd": 1.5, "cost_per_request_usd": 0.0002, "gpu_hours": 12.5},
+        {"month": pd.NaT, "model": "unallocated", "cogs_usd": 100.0},
+        {"month": pd.Timestamp("2026-01-01"), "model": "chat", "served_requests": 1.0, "revenue_usd": 5.0},
+    ])
+    table = unit_economics_table(unit, {})
+    rows = [[cell["text"] for cell in row] for row in table["rows"]]
+    assert rows[0] == ["chat", "2.00M", "$1,000", "$400", "$600", "60.0%", "$0.0894", "$1.50", "$0.000200", "12"]
+    assert rows[1][:4] == ["unallocated (COGS no model carries)", "–", "–", "$100"]
+    assert rows[2][:6] == ["All models", "2.00M", "$1,000", "$500", "$500", "50.0%"]
+    # without the parquet file, summary.json's per-model figures serve
+    assert unit_economics_table(None, {"unit_economics": {"chat": {"revenue_usd": 1.0}}})["rows"][0][2]["text"] == "$1"
+
+
+def test_a_run_without_statements_parquet_rolls_them_up_from_the_pnl(launch_run, tmp_path):
+    import shutil
+
+    from simulator.report.rundata import load_run
+
+    copy = tmp_path / "run"
+    shutil.copytree(launch_run, copy, ignore=shutil.ignore_patterns("variants", "timeseries.parquet"))
+    (copy / "statements.parquet").unlink()
+    rolled = load_run(copy).statements
+    written = pd.read_parquet(launch_run / "statements.parquet")
+    assert list(rolled["line"]) == list(written["line"])
+    assert rolled["p50"].to_numpy() == pytest.approx(written["p50"].to_numpy(), nan_ok=True)

@@ -1,12 +1,22 @@
-"""The monthly P&L and cash view of every path.
+"""The monthly income statement and cash flow of every path.
 
-Months are calendar months (the first month starts at the horizon's start). Per month:
-revenue; COGS by component (inference compute and the capacity held for it, the external
-API, other infrastructure costs); R&D compute by component (training, and all of a pool no
-model uses); gross margin = revenue − COGS; operating result = gross margin − R&D compute;
-interest on the financing; net result. Cash: revenue and every cost but depreciation are paid as they accrue,
-purchases are paid on delivery (capex), a share of each month's capex may be borrowed and
-repaid in equal monthly instalments (an annuity) starting the month after.
+Months are calendar months (the first and last may be partial: the horizon's). Per month:
+
+- revenue; COGS by component (inference compute and the capacity held for it, the
+  external API, other infrastructure costs); gross margin = revenue − COGS;
+- R&D compute by component (training, and all of a pool no model uses);
+- operating expenses by ``opex`` line (:mod:`simulator.economics.opex`);
+- EBITDA = gross margin − R&D compute − opex + D&A, where D&A is all depreciation (in COGS
+  and R&D compute); EBIT = EBITDA − D&A (``operating_result_usd``); interest on the loans;
+  EBT = EBIT − interest; tax = rate × EBT when positive; net income = EBT − tax
+  (``net_result_usd``).
+
+Cash: revenue and every cost but depreciation are paid as they accrue (so operating cash
+flow = EBITDA − interest − tax), purchases are paid on delivery (capex); a share of each
+month's capex is borrowed (in all at most the cap; past it purchases are paid from cash),
+each loan repaid in equal monthly instalments (an annuity) from the month after. Net cash
+flow = operating cash flow − capex + loans drawn − principal repaid; the cash balance
+starts at ``opening_cash_usd``; the debt balance is the principal outstanding.
 """
 
 from __future__ import annotations
@@ -24,8 +34,12 @@ _SUMMED = [
 ]
 
 
-def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float) -> pd.DataFrame:
-    """One row per (path, month): P&L, cash flow and cumulative cash."""
+def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
+                opex: pd.DataFrame | None = None, tax_rate: float = 0.0) -> pd.DataFrame:
+    """One row per (path, month): income statement, cash flow, cash and debt balances.
+
+    ``opex``: USD per (month, line) (:func:`simulator.economics.opex.monthly_opex`).
+    """
     frame = timeseries.assign(
         month=timeseries["time"].dt.to_period("M").dt.start_time,
         busy=timeseries["utilization"] * timeseries["gpus_available"],
@@ -46,16 +60,29 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float) -
     for name in ("depreciation", "cloud", "energy", "facility"):
         out[f"rnd_{name}_usd"] = monthly[f"rnd_{name}_usd"]
     out["rnd_compute_usd"] = monthly["rnd_compute_usd"]
-    out["operating_result_usd"] = out["gross_margin_usd"] - out["rnd_compute_usd"]
+    lines = opex if opex is not None else pd.DataFrame(index=pd.DatetimeIndex([], name="month"))
+    for name in lines.columns:
+        out[f"opex_{name}_usd"] = out["month"].map(lines[name]).fillna(0.0).to_numpy()
+    out["opex_usd"] = out[[f"opex_{name}_usd" for name in lines.columns]].sum(axis=1) if len(lines.columns) else 0.0
+    out["depreciation_amortization_usd"] = monthly["cost_depreciation_usd"]
+    out["ebit_usd"] = out["gross_margin_usd"] - out["rnd_compute_usd"] - out["opex_usd"]
+    out["ebitda_usd"] = out["ebit_usd"] + out["depreciation_amortization_usd"]
+    out["operating_result_usd"] = out["ebit_usd"]
     out["capex_usd"] = monthly["capex_usd"]
     drawn, principal, interest = _financing(out, financing)
     out["interest_usd"] = interest
-    out["net_result_usd"] = out["operating_result_usd"] - interest
+    out["ebt_usd"] = out["ebit_usd"] - interest
+    out["tax_usd"] = tax_rate * out["ebt_usd"].clip(lower=0.0)
+    out["net_income_usd"] = out["ebt_usd"] - out["tax_usd"]
+    out["net_result_usd"] = out["net_income_usd"]
+    out["operating_cash_flow_usd"] = out["ebitda_usd"] - interest - out["tax_usd"]
     out["loan_drawn_usd"] = drawn
     out["loan_repaid_usd"] = principal
-    cash_costs = monthly["cost_usd"] - monthly["cost_depreciation_usd"]
-    out["cash_flow_usd"] = out["revenue_usd"] - cash_costs - out["capex_usd"] + drawn - principal - interest
-    out["cumulative_cash_usd"] = out.groupby("path")["cash_flow_usd"].cumsum()
+    out["cash_flow_usd"] = out["operating_cash_flow_usd"] - out["capex_usd"] + drawn - principal
+    by_path = out.groupby("path")
+    out["cumulative_cash_usd"] = by_path["cash_flow_usd"].cumsum()
+    out["cash_balance_usd"] = financing.opening_cash_usd + out["cumulative_cash_usd"]
+    out["debt_balance_usd"] = (out["loan_drawn_usd"] - out["loan_repaid_usd"]).groupby(out["path"]).cumsum()
     out["served_tokens"] = monthly["served_tokens"]
     out["cost_per_1m_tokens_usd"] = out["cogs_usd"] / (out["served_tokens"] / 1e6).where(out["served_tokens"] > 0)
     out["subscriber_months"] = monthly["subscriber_months"]
@@ -76,9 +103,12 @@ def _financing(pnl: pd.DataFrame, financing: Financing) -> tuple[np.ndarray, np.
         return drawn, principal, interest
     rate = financing.rate_per_year / 12.0
     months = max(1, round(financing.term_years * 12))
+    cap = np.inf if financing.cap_usd is None else financing.cap_usd
     for _, rows in pnl.groupby("path").indices.items():
         capex = pnl["capex_usd"].to_numpy()[rows]
-        loans = financing.share_of_capex * capex
+        wanted = financing.share_of_capex * capex
+        # Draws in month order up to the cap; past it, purchases are paid from cash.
+        loans = np.diff(np.minimum(np.cumsum(wanted), cap), prepend=0.0)
         balance = np.zeros(len(rows))  # outstanding balance of the loan drawn in month i
         paid = np.zeros(len(rows), dtype=np.int64)
         payment = loans * rate / (1 - (1 + rate) ** -months) if rate > 0 else loans / months

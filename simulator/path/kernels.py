@@ -50,7 +50,9 @@ MODEL_SLO_MET = 5  # requests served within the SLO
 MODEL_REVENUE = 6
 MODEL_API_REQUESTS = 7  # requests served by the external API
 MODEL_API_COST = 8
-N_MODEL_COLS = 9
+MODEL_GPUS = 9  # GPUs its replicas hold
+MODEL_COGS = 10  # COGS attributed to it: its share of its pools' and of other costs, and its API spend
+N_MODEL_COLS = 11
 
 API_NONE, API_OVERFLOW, API_ALL = 0, 1, 2
 
@@ -290,6 +292,7 @@ def integrate_interval(
     taken = np.zeros((n_models, n_prefs), dtype=np.int64)
     load = np.zeros((n_models, n_prefs), dtype=np.float64)
     unplaced = np.zeros(n_models, dtype=np.float64)
+    pool_cogs = np.zeros(n_pools, dtype=np.float64)
     for k in range(k0, k1):
         advance_outages(k * step_s, installed, failed, out_of_service, outage_ints, outage_floats, heap_time, heap_count,
                         outage_expo, outage_repair)
@@ -386,7 +389,29 @@ def integrate_interval(
             pool_out[k, p, POOL_ENERGY_KWH] = kwh
             pool_out[k, p, POOL_POWER_BLOCKED] = power_blocked[p]
             pool_out[k, p, POOL_OUT_OF_SERVICE] = out_of_service[p]
+            pool_cogs[p] = (depreciation + cloud + energy + facility - pool_out[k, p, POOL_RND_DEPRECIATION]
+                            - pool_out[k, p, POOL_RND_CLOUD] - pool_out[k, p, POOL_RND_ENERGY]
+                            - pool_out[k, p, POOL_RND_FACILITY])
         other_out[k] = other_usd_s * step_s
+        # Unit economics: each pool's COGS goes to the models by the GPUs their replicas hold
+        # there (its idle GPUs too, so each model carries the capacity it is served from), the
+        # other costs by the GPUs held fleet-wide; a pool with no replica keeps its cost.
+        held_total = 0
+        for p in range(n_pools):
+            held_total += inference[p]
+        for m in range(n_models):
+            gpus_held = 0
+            cogs = model_out[k, m, MODEL_API_COST]
+            for j in range(n_prefs):
+                if taken[m, j] > 0:
+                    p = preferences[m, j]
+                    share = taken[m, j] * gpus_per_replica[m, j]
+                    gpus_held += share
+                    cogs += pool_cogs[p] * share / inference[p]
+            if held_total > 0:
+                cogs += other_out[k] * gpus_held / held_total
+            model_out[k, m, MODEL_GPUS] = gpus_held
+            model_out[k, m, MODEL_COGS] = cogs
     return k1
 
 

@@ -58,10 +58,12 @@ _MODEL_COLUMNS = {
     "revenue_usd": K.MODEL_REVENUE,
     "api_requests": K.MODEL_API_REQUESTS,
     "cost_api_usd": K.MODEL_API_COST,
+    "gpus_held": K.MODEL_GPUS,
+    "cogs_attributed_usd": K.MODEL_COGS,
 }
 _INTEGER_COLUMNS = (
     "gpus_installed", "gpus_available", "gpus_inference", "gpus_training", "gpus_idle", "gpus_failed",
-    "gpus_out_of_service", "gpus_power_blocked", "replicas", "shortfall_gpus",
+    "gpus_out_of_service", "gpus_power_blocked", "replicas", "shortfall_gpus", "gpus_held",
 )
 _TIERS = {"on_demand": KIND_ON_DEMAND, "reserved": KIND_RESERVED, "spot": KIND_SPOT}
 

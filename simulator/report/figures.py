@@ -195,25 +195,76 @@ def cost_stack(run: RunData) -> Figure:
     return fig
 
 
+def _monthly_band(pnl: pd.DataFrame, column: str) -> pd.DataFrame:
+    """P5/P10/P50/P90/P95 of one monthly column over paths, by month."""
+    return pd.DataFrame({name: _monthly(pnl, [column], q)[column].to_numpy()
+                         for name, q in (("p5", "0.05"), ("p10", "0.1"), ("p50", "0.5"), ("p90", "0.9"),
+                                         ("p95", "0.95"))})
+
+
 def revenue_margin(run: RunData) -> Figure:
-    fig, (top, bottom) = _figure(2)
+    """Revenue and gross margin by month; below them the cumulative cash flow, unless the
+    run has a cash balance (which has its own chart)."""
+    panels = [(("revenue_usd", "revenue", PALETTE[0]), ("gross_margin_usd", "gross margin", PALETTE[2]))]
+    if not has_cash(run):
+        panels.append((("cumulative_cash_usd", "cumulative cash", PALETTE[3]),))
+    fig, axes = _figure(len(panels), 3.0 if len(panels) == 2 else 3.4)
     months = run.pnl["month"].drop_duplicates().sort_values()
     x = np.arange(len(months))
-    for ax, columns in ((top, (("revenue_usd", "revenue", PALETTE[0]), ("gross_margin_usd", "gross margin", PALETTE[2]))),
-                        (bottom, (("cumulative_cash_usd", "cumulative cash", PALETTE[3]),))):
+    for ax, columns in zip(axes, panels, strict=True):
         for column, label, color in columns:
-            band = pd.DataFrame({name: _monthly(run.pnl, [column], q)[column].to_numpy()
-                                 for name, q in (("p5", "0.05"), ("p10", "0.1"), ("p50", "0.5"), ("p90", "0.9"),
-                                                 ("p95", "0.95"))})
+            band = _monthly_band(run.pnl, column)
             band["time"] = x
             fan(ax, band, color, label, step=False)
         ax.axhline(0.0, color="black", linewidth=0.7)
         _money(ax)
         ax.legend(loc="upper left", fontsize=8)
-    top.set_ylabel("per month")
-    top.set_title("Revenue and gross margin")
-    bottom.set_ylabel("since the start")
-    _month_ticks(bottom, months)
+    axes[0].set_ylabel("per month")
+    axes[0].set_title("Revenue and gross margin")
+    if len(axes) > 1:
+        axes[1].set_ylabel("since the start")
+    _month_ticks(axes[-1], months)
+    return fig
+
+
+def has_cash(run: RunData) -> bool:
+    return "cash_balance_usd" in run.pnl.columns and len(run.pnl) > 0
+
+
+def opening_cash(run: RunData) -> float:
+    """Cash at the horizon's start: from the summary, else the scenario's financing."""
+    value = (run.summary.get("cash") or {}).get("opening_usd")
+    if value is None:
+        value = (run.scenario.get("financing") or {}).get("opening_cash_usd")
+    return float(value or 0.0)
+
+
+def cash_balance(run: RunData) -> Figure:
+    """Month-end cash balance over paths (P5–P95 light, P10–P90 darker, P50 line), from the
+    opening balance at the start (marked); the zero line drawn across, the lowest P50 noted."""
+    fig, (ax,) = _figure(1, 3.4)
+    opening = opening_cash(run)
+    months = run.pnl["month"].drop_duplicates().sort_values()
+    band = _monthly_band(run.pnl, "cash_balance_usd")
+    start, end = pd.Timestamp(run.summary["start"]), pd.Timestamp(run.summary["end"])
+    band["time"] = [min(pd.Timestamp(m) + pd.DateOffset(months=1), end) for m in months]
+    first = pd.DataFrame({name: [opening] for name in ("p5", "p10", "p50", "p90", "p95")})
+    first["time"] = [start]
+    band = pd.concat([first, band], ignore_index=True)
+    band["time"] = pd.to_datetime(band["time"])
+    fan(ax, band, PALETTE[3], "cash balance", step=False)
+    ax.axhline(0.0, color="black", linewidth=0.8)
+    ax.plot([start], [opening], marker="o", markersize=5, color="#333333", linestyle="none",
+            label=plain(f"opening cash {money_text(opening)}, at the start"))
+    lowest = int(np.argmin(band["p50"].to_numpy()))
+    ax.annotate(plain(f"lowest P50 {money_text(band['p50'].iloc[lowest])}"),
+                (band["time"].iloc[lowest], band["p50"].iloc[lowest]), textcoords="offset points", xytext=(6, -12),
+                fontsize=8, color=PALETTE[3], va="top")
+    ax.margins(y=0.15)
+    _money(ax)
+    ax.set_ylabel("month-end balance")
+    ax.set_title("Cash balance")
+    ax.legend(loc="upper left", fontsize=8)
     return fig
 
 
@@ -246,7 +297,7 @@ def overlaid(runs: dict[str, RunData], metric: str, title: str, ylabel: str, sca
 
 
 def run_figures(run: RunData) -> dict[str, tuple[str, Figure]]:
-    """The charts of one run's report: name → (caption, figure)."""
+    """The charts of one run's report, operations first, then money: name → (caption, figure)."""
     per_day = (" Long hourly runs are drawn one point per day: each quantile's peak of the day "
                "(for GPUs available and SLO attainment, its low)." if is_daily(run) else "")
     charts = {
@@ -256,11 +307,19 @@ def run_figures(run: RunData) -> dict[str, tuple[str, Figure]]:
                           "define it) in each month and at each time; the GPUs short, expected and P90; and the "
                           "share of requests served within the SLO." + per_day, shortfall_slo(run)),
         "gpus_by_use": ("Installed GPUs by use (means over paths, which add up).", gpus_by_use(run)),
-        "cost_stack": ("Monthly cost by component (mean over paths); training compute is R&D, below gross margin.",
-                       cost_stack(run)),
-        "revenue_margin": ("Monthly revenue and gross margin, and cumulative cash, P10–P90 over paths.",
-                           revenue_margin(run)),
     }
     if run.has_training:
         charts["training_queue"] = ("Training jobs waiting and running, P10–P90 over paths.", training_queue(run))
+    charts["cost_stack"] = ("Monthly cost by component (mean over paths); training compute is R&D, below gross "
+                            "margin.", cost_stack(run))
+    charts["revenue_margin"] = ("Monthly revenue and gross margin" + ("" if has_cash(run) else ", and cumulative cash")
+                                + ", P10–P90 over paths.", revenue_margin(run))
+    if has_cash(run):
+        cash = run.summary.get("cash") or {}
+        share = cash.get("negative_probability")
+        charts["cash_balance"] = (
+            f"Month-end cash balance from the opening cash of {money_text(opening_cash(run))} at the "
+            "start: P50 line, P10–P90 shaded (P5–P95 lighter) over paths; the black line is zero."
+            + (f" {share:.0%} of paths end a month with negative cash." if share is not None else ""),
+            cash_balance(run))
     return charts

@@ -24,12 +24,18 @@ import pandas as pd
 
 from simulator.report.figures import run_figures
 from simulator.report.rundata import RunData, load_run
+from simulator.report.statements import (
+    ATTRIBUTION,
+    PERIOD_NAMES,
+    cash_finding,
+    statement_tables,
+    unit_economics_table,
+)
 from simulator.report.tables import (
     assumptions_table,
     comparison_table,
     headline_table,
     key_findings,
-    pnl_table,
     years_table,
 )
 
@@ -99,19 +105,27 @@ def render_report(directory: str | Path, *, variants: bool = True) -> Path:
     charts = {name: Chart(caption, png_bytes(figure)) for name, (caption, figure) in run_figures(run).items()}
     tables = {
         "headline": headline_table(run.summary),
-        "pnl": pnl_table(run.pnl),
         "years": years_table(run.summary),
+        "unit_economics": unit_economics_table(run.unit_economics, run.summary),
         "comparison": comparison_table(run.comparison) if run.comparison is not None else None,
         "assumptions": assumptions_table(run.scenario),
     }
+    statements = statement_tables(run.statements, run.summary)
+    findings = key_findings(run.summary)
+    cash = cash_finding(run.summary)
+    if cash is not None:
+        findings.insert(len(findings) - (1 if run.summary.get("training") else 0), cash)  # before training
     html = render_page(
         "report.html.j2",
         title=run.name,
         meta=_meta(run),
-        findings=key_findings(run.summary),
+        findings=findings,
         charts=charts,
         tables=tables,
-        expected_tables=sum(table is not None for table in tables.values()),
+        statements=statements,
+        period_names=PERIOD_NAMES,
+        attribution=ATTRIBUTION,
+        expected_tables=sum(table is not None for table in tables.values()) + len(statements),
         resolved_yaml=run.resolved_yaml,
         paths=f"{run.summary.get('paths', 0):,}",
     )

@@ -1,4 +1,5 @@
-"""A run directory read back for reporting: summary, bands, monthly P&L, resolved scenario.
+"""A run directory read back for reporting: summary, bands, monthly P&L, statements, unit
+economics, resolved scenario.
 
 The report is rendered from the files of a run, never from objects in memory, so that
 ``fleetcast report DIR`` re-renders exactly what ``fleetcast run`` rendered.
@@ -14,6 +15,7 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from simulator.economics.statements import statements as rolled_up
 from simulator.errors import RunConfigurationError
 
 REQUIRED = ("summary.json", "bands.parquet", "pnl.parquet", "scenario.resolved.yaml")
@@ -28,6 +30,10 @@ class RunData:
     resolved_yaml: str
     scenario: dict[str, Any]
     comparison: pd.DataFrame | None
+    #: By month, quarter and year (``statements.parquet``; rolled up from the P&L when absent).
+    statements: pd.DataFrame | None = None
+    #: Per (month, model) and per model over the horizon (``unit_economics.parquet``).
+    unit_economics: pd.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -64,6 +70,8 @@ def load_run(directory: str | Path) -> RunData:
         resolved = (directory / "scenario.resolved.yaml").read_text()
         bands = pd.read_parquet(directory / "bands.parquet")
         pnl = pd.read_parquet(directory / "pnl.parquet")
+        statements = _optional(directory / "statements.parquet")
+        unit = _optional(directory / "unit_economics.parquet")
     except (OSError, ValueError) as exc:
         raise RunConfigurationError(f"{directory}: cannot read the run ({exc})") from None
     bands["metric"] = bands["metric"].astype(str)
@@ -74,4 +82,10 @@ def load_run(directory: str | Path) -> RunData:
         comparison = pd.read_csv(directory / "comparison.csv", dtype={"variant": str}, keep_default_na=False,
                                  na_values={column: [""] for column in columns if column != "variant"})
     scenario = yaml.safe_load(resolved) or {}
-    return RunData(directory, summary, bands, pnl, resolved, scenario, comparison)
+    if statements is None and len(pnl) and {"path", "month", "revenue_usd", "gross_margin_usd"} <= set(pnl.columns):
+        statements = rolled_up(pnl)
+    return RunData(directory, summary, bands, pnl, resolved, scenario, comparison, statements, unit)
+
+
+def _optional(path: Path) -> pd.DataFrame | None:
+    return pd.read_parquet(path) if path.is_file() else None

@@ -11,21 +11,12 @@ from typing import Any
 import pandas as pd
 
 from simulator.path.tables import COST_COMPONENTS
-from simulator.report.headline import headline, period_rows
+from simulator.report.headline import headline, money_text, period_rows
 from simulator.scenario.served import ServedModel
 
 #: The contract's cost components (``simulator.path.tables.COST_COMPONENTS``) as a reader names them.
 COST_LABELS = dict(zip(COST_COMPONENTS, ("depreciation", "cloud and API", "energy", "facility", "other costs"),
                        strict=True))
-PNL_COLUMNS = {
-    "revenue_usd": "Revenue",
-    "cogs_usd": "COGS",
-    "gross_margin_usd": "Gross margin",
-    "gross_margin_pct": "Margin %",
-    "rnd_compute_usd": "Training (R&D)",
-    "operating_result_usd": "Operating result",
-    "cumulative_cash_usd": "Cumulative cash",
-}
 
 
 def _cell(value: Any, kind: str = "text") -> dict[str, Any]:
@@ -49,28 +40,28 @@ def _table(columns: list[str], rows: list[list[dict[str, Any]]]) -> dict[str, An
     return {"columns": columns, "rows": rows}
 
 
+#: What each headline figure is, over the paths (the table's third column).
+STATISTICS = {
+    "First shortfall": "P10 · P50 · P90 over paths",
+    "Paths running short": "share of paths [90% interval]",
+    "Hours short": "P50 (P90) over paths",
+    "Demand served": "P50 (P10) over paths",
+    "GPU utilization": "P50 over paths",
+    "Total cost": "P50 [90% interval] (P10 – P90)",
+    "Revenue": "P50 [90% interval] (P10 – P90)",
+    "Gross margin": "P50 [90% interval] (P10 – P90)",
+}
+
+
 def headline_table(summary: dict[str, Any]) -> dict[str, Any]:
-    return _table(["Figure", "Value"], [[_cell(label), _cell(text)] for label, text in headline(summary)])
+    return _table(["Figure", "Value", "Statistic"],
+                  [[_cell(label), _cell(text), _cell(STATISTICS.get(label, ""))] for label, text in headline(summary)])
 
 
-def pnl_table(pnl: pd.DataFrame) -> dict[str, Any]:
-    grouped = pnl.groupby("month")
-    means = grouped[[c for c in PNL_COLUMNS if c != "gross_margin_pct"]].mean()
-    # The margin of the mean month is the ratio of the means (weighted by revenue), not the
-    # mean of each path's ratio.
-    means["gross_margin_pct"] = 100.0 * means["gross_margin_usd"] / means["revenue_usd"].where(means["revenue_usd"] > 0)
-    means = means[list(PNL_COLUMNS)]
-    margin_p10 = grouped["gross_margin_usd"].quantile(0.10)
-    rows = []
-    for month, row in means.iterrows():
-        cells = [_cell(pd.Timestamp(month).strftime("%Y-%m"))]
-        for column in PNL_COLUMNS:
-            cells.append(_cell(row[column], "pct" if column.endswith("_pct") else "usd"))
-        cells.insert(4, _cell(margin_p10[month], "usd"))
-        rows.append(cells)
-    columns = ["Month", *PNL_COLUMNS.values()]
-    columns.insert(4, "Gross margin P10")
-    return _table(columns, rows)
+#: The by-year columns with the statistic each shows.
+YEAR_COLUMNS = {"P(short) %": "P(short) % [90% interval]", "GPU-h short": "GPU-h short (mean)",
+                "revenue $M": "revenue $M (P50)", "margin $M": "gross margin $M (P50)",
+                "margin %": "margin % (P50) [90% interval]"}
 
 
 def years_table(summary: dict[str, Any]) -> dict[str, Any] | None:
@@ -78,7 +69,7 @@ def years_table(summary: dict[str, Any]) -> dict[str, Any] | None:
     rows = period_rows(summary, "year")
     if not rows:
         return None
-    return _table(list(rows[0]), [[_cell(text) for text in row.values()] for row in rows])
+    return _table([YEAR_COLUMNS.get(c, c) for c in rows[0]], [[_cell(text) for text in row.values()] for row in rows])
 
 
 def comparison_table(comparison: pd.DataFrame) -> dict[str, Any]:
@@ -94,8 +85,10 @@ def comparison_table(comparison: pd.DataFrame) -> dict[str, Any]:
                 cells.append(_cell(value[:10] if column in DATE_COLUMNS and _is_timestamp(value) else value))
             elif pd.isna(value):
                 cells.append(_cell(None))
+            elif "_usd_" in column and "_per_" in column:
+                cells.append(_cell(float(value), "usd"))  # a unit cost keeps its cents
             elif "_usd_" in column:
-                cells.append(_cell(float(value), "usd"))
+                cells.append({"text": money_text(float(value)), "negative": float(value) < 0})
             else:
                 cells.append(_cell(float(value), kinds.get(column, "number")))
         rows.append(cells)
@@ -138,13 +131,43 @@ def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
             add(f"Replicas of {model.get('name')}", "; ".join(shapes))
     pricing = scenario.get("pricing") or {}
     if pricing:
-        add("Token prices", f"${pricing.get('input_usd_per_1m')} per 1M input, ${pricing.get('output_usd_per_1m')} per 1M output")
+        add("Token prices (scenario)", _prices(pricing))
+    for model in scenario.get("models", []):
+        add(f"Prices of {model.get('name')}", _model_prices(model, pricing))
     training = scenario.get("training") or {}
     if training.get("jobs") or training.get("streams"):
         add("Training", f"{len(training.get('jobs') or [])} jobs, {len(training.get('streams') or [])} streams")
     if scenario.get("uncertain"):
         add("Uncertain inputs", ", ".join(sorted(scenario["uncertain"])))
     return _table(["Assumption", "Value"], rows)
+
+
+def _usd(value: Any) -> str:
+    try:
+        return f"${float(value):,.2f}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _prices(pricing: dict[str, Any]) -> str:
+    text = f"{_usd(pricing.get('input_usd_per_1m', 0))} per 1M input, {_usd(pricing.get('output_usd_per_1m', 0))} per 1M output"
+    decline = pricing.get("decline_per_year") or 0
+    return text + (f", falling {decline:.0%} a year" if decline else "")
+
+
+def _model_prices(model: dict[str, Any], default: dict[str, Any]) -> str:
+    """A model's own token prices (else the scenario's, said so), subscription and external API."""
+    own = model.get("pricing")
+    text = (_prices(own) + " (its own)") if own else (_prices(default) + " (the scenario's)")
+    subscription = model.get("subscription")
+    if subscription:
+        text += (f"; subscription {_usd(subscription.get('usd_per_month'))} per month for "
+                 f"{subscription.get('requests_per_day')} requests/day")
+    api = model.get("api")
+    if api:
+        text += (f"; external API ({api.get('mode', 'overflow')}) {_usd(api.get('input_usd_per_1m'))} per 1M input, "
+                 f"{_usd(api.get('output_usd_per_1m'))} per 1M output")
+    return text
 
 
 def _replica_shapes(model: dict[str, Any]) -> list[str]:
@@ -180,9 +203,10 @@ def key_findings(summary: dict[str, Any]) -> list[dict[str, str]]:
                                  f"{first['probability']:.0%} of paths run short"})
     positive = summary["break_even"]["gross_margin_positive_month"]
     if not positive["probability"]:
-        findings.append({"label": "Gross margin turns positive", "value": "not within the horizon", "note": ""})
+        findings.append({"label": "Gross margin turns positive", "value": "not within the horizon",
+                         "note": "in no path"})
     else:
-        month = positive["p50"][:7] if positive["p50"] else "after the horizon"
+        month = f"P50 {positive['p50'][:7]}" if positive["p50"] else "P50 after the horizon"
         findings.append({"label": "Gross margin turns positive", "value": month,
                          "note": f"in {positive['probability']:.0%} of paths within the horizon"})
     totals = summary["totals"]
@@ -190,16 +214,18 @@ def key_findings(summary: dict[str, Any]) -> list[dict[str, str]]:
     total = totals.get("cost_usd") or 0.0
     largest = max(costs, key=costs.get)
     if total > 0:
-        findings.append({"label": "Largest cost", "value": largest,
-                         "note": f"${costs[largest]:,.0f}, {costs[largest] / total:.0%} of all cost"})
+        findings.append({"label": "Largest cost (mean over paths)", "value": largest,
+                         "note": f"mean {money_text(costs[largest])}, {costs[largest] / total:.0%} of the mean "
+                                 f"total cost of {money_text(total)} (the P50 is in the headline figures)"})
     else:
         findings.append({"label": "Largest cost", "value": "no cost", "note": "every cost component is zero"})
     margin = summary["quantiles"]["gross_margin_usd"]
-    findings.append({"label": "Gross margin over the horizon", "value": _cell(margin["p50"], "usd")["text"] + " (P50)",
-                     "note": f"P10 {_cell(margin['p10'], 'usd')['text']} – P90 {_cell(margin['p90'], 'usd')['text']}"})
+    findings.append({"label": "Gross margin over the horizon", "value": "P50 " + money_text(margin["p50"]),
+                     "note": f"P10 {money_text(margin['p10'])} – P90 {money_text(margin['p90'])} over paths"})
     training = summary.get("training")
     if training:
         wait = training["wait_s"]["p50"]
         findings.append({"label": "Training", "value": f"{training['jobs_completed_share']:.0%} of jobs finished",
-                         "note": "median wait " + ("–" if wait is None else f"{wait / 3600:.1f} h")})
+                         "note": "share of every path's jobs; P50 wait over those jobs "
+                                 + ("–" if wait is None else f"{wait / 3600:.1f} h")})
     return findings

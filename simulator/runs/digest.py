@@ -16,7 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.economics.opex import monthly_opex
 from simulator.economics.pnl import monthly_pnl
+from simulator.economics.unit_economics import path_unit_economics
+from simulator.path import kernels as K
 from simulator.path.compiled import CompiledScenario
 from simulator.path.engine import PathResult
 from simulator.path.tables import jobs_table, models_table, pools_table, timeseries_table
@@ -64,6 +67,7 @@ class PathDigest:
     inputs: dict[str, float]
     periods: pd.DataFrame | None = None
     tables: PathTables | None = None
+    unit: pd.DataFrame | None = None  # unit economics sums per (month, model)
 
 
 def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool) -> PathDigest:
@@ -79,13 +83,22 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
     return PathDigest(
         path=result.path,
         totals=totals,
-        pnl=monthly_pnl(timeseries, scenario.financing, scenario.horizon.step_s),
+        pnl=monthly_pnl(timeseries, scenario.financing, scenario.horizon.step_s,
+                        opex=monthly_opex(scenario.opex, scenario.horizon), tax_rate=scenario.taxes.rate),
         series=path_series(timeseries),
         training=training_digest(jobs, {job.name for job in scenario.training.jobs}),
         inputs=result.inputs,
         periods=path_periods(timeseries, scenario.horizon.step_s),
         tables=tables,
+        unit=path_unit_economics(result.path, _unit_arrays(result.model_out), times, scenario,
+                                 scenario.horizon.step_s),
     )
+
+
+def _unit_arrays(model_out: np.ndarray) -> dict[str, np.ndarray]:
+    columns = {"served_requests": K.MODEL_SERVED, "revenue_usd": K.MODEL_REVENUE, "cogs_usd": K.MODEL_COGS,
+               "api_cost_usd": K.MODEL_API_COST, "gpus_held": K.MODEL_GPUS}
+    return {name: model_out[:, :, column] for name, column in columns.items()}
 
 
 def path_timeseries(result: PathResult, scenario: Scenario, plan: CompiledScenario) -> pd.DataFrame:

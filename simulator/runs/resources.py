@@ -2,8 +2,8 @@
 
 The estimate follows where a run's bytes go (measured on this code with ``VmHWM``, see
 ``tests/test_resources.py``): a worker holds one path at a time — the engine's arrays and
-the path's tables and digest, about ``1800 + 250·pools + 200·models`` bytes per step, and for a
-kept path its pool and model tables too (``400·pools + 250·models + 100`` more); the main process holds
+the path's tables and digest, about ``1800 + 250·pools + 220·models`` bytes per step, and for a
+kept path its pool and model tables too (``400·pools + 270·models + 100`` more); the main process holds
 the kept paths' tables (concatenated once at the end, so twice), the band store while it is
 small, and the pooled training waits. A 25% margin is added. Band stores above 256 MB go to
 a temporary file (``paths × steps × 20 × 4`` bytes), which must fit on that disk.
@@ -53,11 +53,11 @@ def estimate_run(scenario: Scenario, paths: int, kept: int, workers: int) -> Run
     processes (0: paths run in the main process or on a remote cluster) needs at its peak."""
     steps = scenario.horizon.n_steps
     pools, models = len(scenario.fleet.pools), max(1, len(scenario.models))
-    per_step = 1800 + 250 * pools + 200 * models
-    kept_per_step = 400 * pools + 250 * models + 100
+    per_step = 1800 + 250 * pools + 220 * models
+    kept_per_step = 400 * pools + 270 * models + 100
     path_bytes = steps * (per_step + (kept_per_step if kept else 0)) * MARGIN
     worker = WORKER_BASE_BYTES + path_bytes
-    kept_tables = kept * steps * (TIMESERIES_BYTES_PER_ROW + 200 * pools + 110 * models) * 2
+    kept_tables = kept * steps * (TIMESERIES_BYTES_PER_ROW + 200 * pools + 126 * models) * 2
     band_bytes = paths * steps * len(BAND_COLUMNS) * 4
     jobs_per_path = sum(stream.arrivals_per_hour for stream in scenario.training.streams) * scenario.horizon.length_s / 3600
     waits = paths * (jobs_per_path + len(scenario.training.jobs)) * 8

@@ -22,6 +22,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.economics.statements import statements
+from simulator.economics.unit_economics import (
+    input_cost_shares,
+    unit_economics,
+    unit_economics_json,
+)
 from simulator.output import staged_directory, write_run_files
 from simulator.runs.bands import BandStore, combined_bands
 from simulator.runs.digest import PathDigest, TrainingDigest
@@ -32,6 +38,7 @@ from simulator.runs.summary import (
     summarize,
     training_summary,
 )
+from simulator.runs.workbook import workbook_bytes
 from simulator.scenario import Scenario, dump_scenario
 
 #: Paths whose full series a run keeps unless told otherwise (``--keep-paths``).
@@ -63,6 +70,7 @@ class RunAggregator:
         self._period_pending: list[pd.DataFrame] = []
         self._pnl_chunks: list[pd.DataFrame] = []
         self._pnl_pending: list[pd.DataFrame] = []
+        self._unit = _Frames()
         self._waits = tempfile.TemporaryFile(dir=spill_dir)  # noqa: SIM115 - closed by close()
         self._n_waits = 0
 
@@ -89,6 +97,8 @@ class RunAggregator:
             if len(self._period_pending) >= _PNL_CHUNK:  # few frames, not one per path
                 self._period_rows.append(pd.concat(self._period_pending, ignore_index=True))
                 self._period_pending = []
+        if digest.unit is not None:
+            self._unit.add(digest.unit)
         self._pnl_pending.append(digest.pnl)
         if len(self._pnl_pending) >= _PNL_CHUNK:
             self._pnl_chunks.append(pd.concat(self._pnl_pending, ignore_index=True))
@@ -123,6 +133,11 @@ class RunAggregator:
             periods = summarize_periods(period_paths)
             summary = summarize(scenario, totals, pnl, training_summary(self.training, waits), periods)
             del waits
+            per_path_unit = self._unit.frame()
+            if len(per_path_unit):  # in path order: sums must not depend on which path finished first
+                per_path_unit = per_path_unit.sort_values(["path", "month"], kind="stable", ignore_index=True)
+            unit = unit_economics(per_path_unit, pnl, input_cost_shares(scenario))
+            summary["unit_economics"] = unit_economics_json(unit)
             inputs = pd.DataFrame([{"path": path, **self.inputs[path]} for path in sorted(self.inputs)],
                                   columns=["path", *sorted(scenario.uncertain)])
             if scenario.uncertain:
@@ -140,6 +155,8 @@ class RunAggregator:
                 models=_concat([t.models for t in kept]),
                 jobs=_concat([t.jobs for t in kept]),
                 pnl=pnl,
+                statements=statements(pnl),
+                unit_economics=unit,
                 periods=periods,
                 period_paths=period_paths,
                 inputs=inputs,
@@ -155,6 +172,23 @@ class RunAggregator:
         self._waits.close()
 
 
+class _Frames:
+    """Small per-path frames, concatenated in chunks as they arrive (few frames, not one per path)."""
+
+    def __init__(self) -> None:
+        self.chunks: list[pd.DataFrame] = []
+        self.pending: list[pd.DataFrame] = []
+
+    def add(self, frame: pd.DataFrame) -> None:
+        self.pending.append(frame)
+        if len(self.pending) >= _PNL_CHUNK:
+            self.chunks.append(pd.concat(self.pending, ignore_index=True))
+            self.pending = []
+
+    def frame(self) -> pd.DataFrame:
+        return _concat(self.chunks + self.pending)
+
+
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     if not frames:
         return pd.DataFrame()
@@ -167,7 +201,8 @@ class Results:
     def __init__(self, scenario: Scenario, *, timeseries: pd.DataFrame, pools: pd.DataFrame,
                  models: pd.DataFrame, jobs: pd.DataFrame, pnl: pd.DataFrame, inputs: pd.DataFrame,
                  bands: pd.DataFrame, summary: dict[str, Any], periods: pd.DataFrame | None = None,
-                 period_paths: pd.DataFrame | None = None) -> None:
+                 period_paths: pd.DataFrame | None = None, statements: pd.DataFrame | None = None,
+                 unit_economics: pd.DataFrame | None = None) -> None:
         self.scenario = scenario
         #: Kept paths: one row per (path, step), (path, step, pool), (path, step, model), (path, job).
         self.timeseries = timeseries
@@ -176,6 +211,10 @@ class Results:
         self.jobs = jobs
         #: Every path: monthly P&L; uncertain inputs drawn (one row per path).
         self.pnl = pnl
+        #: Over every path: the statements by month, quarter and year (one row per period and
+        #: line: mean, P10/P50/P90) and unit economics per model and month.
+        self.statements = statements if statements is not None else pd.DataFrame()
+        self.unit_economics = unit_economics if unit_economics is not None else pd.DataFrame()
         self.inputs = inputs
         #: Every path: one row per calendar (year, quarter, month) period and path
         #: (``period_paths``) and their summary with intervals, one row per period (``periods``).
@@ -204,6 +243,10 @@ class Results:
         writes the scenario with all its variants at the top).
         """
         tables = {"bands.parquet": self.bands, "pnl.parquet": self.pnl}
+        if len(self.statements):
+            tables["statements.parquet"] = self.statements
+        if len(self.unit_economics):
+            tables["unit_economics.parquet"] = self.unit_economics
         if len(self.periods):
             tables["periods.parquet"] = self.periods
         if self.kept_paths:
@@ -214,7 +257,9 @@ class Results:
         if len(self.inputs):
             tables["inputs.parquet"] = self.inputs
         resolved = dump_scenario(scenario or self.scenario)
-        write_run_files(target, tables=tables, summary=self.summary, resolved_yaml=resolved)
+        extra = {"pnl.csv": self.pnl.to_csv(index=False).encode("utf-8"),
+                 "statements.xlsx": workbook_bytes(self, resolved)}
+        write_run_files(target, tables=tables, summary=self.summary, resolved_yaml=resolved, extra_files=extra)
         if report:
             from simulator.report import render_report
 

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.economics.alerts import summarize_alerts
+from simulator.economics.statements import cash_figures
 from simulator.runs.intervals import mean_interval, quantile_rank_bounds, wilson_interval
 from simulator.runs.periods import LEVEL, periods_json
 from simulator.scenario import Scenario
@@ -154,7 +155,30 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
     }
     if periods is not None:
         summary["periods"] = periods_json(periods)
+    summary["cash"] = _cash_summary(pnl, scenario.financing.opening_cash_usd)
     return summary
+
+
+def _cash_summary(pnl: pd.DataFrame, opening_usd: float) -> dict[str, Any]:
+    """The lowest month-end cash balance, its month, and running out of cash, over paths."""
+    if not len(pnl) or "cash_balance_usd" not in pnl:
+        return {}
+    cash = cash_figures(pnl)
+    negative = cash["first_negative_month"].notna()
+    return {
+        "opening_usd": opening_usd,
+        "lowest_balance_usd": _quantiles(cash["lowest_cash_usd"]),
+        "lowest_balance_month": {name: value for name, value in first_shortfall_quantiles(
+            cash["lowest_cash_month"]).items() if name in QUANTILES},
+        # Running out: the first month ending with negative cash (null: not within the horizon
+        # on that share of paths), and the whole months before it.
+        "negative_probability": float(negative.mean()),
+        "negative_probability_ci": [float(x) for x in wilson_interval(int(negative.sum()), len(cash), LEVEL)],
+        "first_negative_month": {name: value for name, value in first_shortfall_quantiles(
+            cash["first_negative_month"]).items() if name in QUANTILES},
+        "runway_months": {name: _number(np.quantile(cash["runway_months"].fillna(np.inf), p, method="inverted_cdf"))
+                          for name, p in QUANTILES.items()},
+    }
 
 
 def input_quantiles(inputs: pd.DataFrame) -> dict[str, dict[str, float | None]]:

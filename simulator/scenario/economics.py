@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from simulator.scenario.types import Fraction, Frozen, NonNegative
+from simulator.scenario.types import Fraction, Frozen, Instant, NonNegative
 
 
 class Pricing(Frozen):
@@ -47,11 +47,53 @@ class ExternalApi(Frozen):
 
 
 class Financing(Frozen):
-    """A share of each purchase paid by a loan, repaid in equal monthly instalments."""
+    """Cash at the start, and loans: a share of each month's purchases borrowed, up to a cap,
+    each loan repaid in equal monthly instalments (an annuity) from the month after."""
 
+    opening_cash_usd: float = Field(default=0.0, allow_inf_nan=False, description="Cash at the horizon's start")
     share_of_capex: Fraction = 0.0
+    cap_usd: NonNegative | None = Field(
+        default=None, description="Most that may be borrowed in all (past it, purchases are paid from cash)")
     rate_per_year: Annotated[float, Field(ge=0, le=1)] = 0.08
     term_years: Annotated[float, Field(gt=0, le=30)] = 3.0
+
+
+class Taxes(Frozen):
+    """Income tax: a flat rate on each month's positive earnings before tax (no loss carried)."""
+
+    rate: Annotated[float, Field(ge=0, lt=1)] = 0.0
+
+
+class OpexStep(Frozen):
+    """From ``at`` on, the line costs ``usd_per_month`` (its growth continues from there)."""
+
+    at: Instant
+    usd_per_month: NonNegative
+
+
+class OpexLine(Frozen):
+    """A named operating expense (payroll, SG&A, R&D staff, …), booked below gross margin.
+
+    Fixed per calendar month (February costs what January does), prorated by days only for a
+    month the line or the horizon covers in part. ``growth_per_month`` compounds every
+    calendar month from the line's start (or its latest step); ``steps`` set new levels.
+    """
+
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)]
+    usd_per_month: NonNegative
+    growth_per_month: Annotated[float, Field(ge=-0.5, le=1)] = 0.0
+    start: Instant | None = Field(default=None, description="First day of the line (default: the horizon's)")
+    end: Instant | None = Field(default=None, description="Day the line stops (default: never)")
+    steps: list[OpexStep] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> OpexLine:
+        if self.start is not None and self.end is not None and self.end <= self.start:
+            raise ValueError("end is not after start")
+        dates = [step.at for step in self.steps]
+        if dates != sorted(dates) or len(set(dates)) != len(dates):
+            raise ValueError("steps must be in increasing date order")
+        return self
 
 
 class Alerts(Frozen):
@@ -104,7 +146,8 @@ class Facility(Frozen):
 class OtherCosts(Frozen):
     """Fixed costs of running the serving infrastructure (network, storage, support).
 
-    Counted in COGS, spread evenly over time (a month is 30.4375 days).
+    Counted in COGS, spread evenly over time (a month is 30.4375 days). Payroll, SG&A and
+    other costs of running the company are ``opex`` lines, booked below gross margin.
     """
 
     usd_per_month: NonNegative = 0.0

@@ -36,6 +36,10 @@ def check_references(scenario: Scenario) -> None:
         _check_acquisition(scenario, index)
     _check_power(scenario)
     _check_training(scenario, pool_names)
+    opex_names = [line.name for line in scenario.opex]
+    for index, name in enumerate(opex_names):
+        if opex_names.index(name) != index:
+            raise ScenarioError(("opex", index, "name"), f"duplicate opex line {name!r}")
     model_names = [model.name for model in scenario.models]
     for index, model in enumerate(scenario.models):
         if model_names.index(model.name) != index:

@@ -18,7 +18,16 @@ from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
 from simulator.scenario.correlation import Correlation
-from simulator.scenario.economics import Alerts, Energy, Facility, Financing, OtherCosts, Pricing
+from simulator.scenario.economics import (
+    Alerts,
+    Energy,
+    Facility,
+    Financing,
+    OpexLine,
+    OtherCosts,
+    Pricing,
+    Taxes,
+)
 from simulator.scenario.fleet import Failures, Fleet, Power
 from simulator.scenario.horizon import Horizon
 from simulator.scenario.served import ServedModel
@@ -51,6 +60,8 @@ class Scenario(Frozen):
     )
     power: Power = Field(default_factory=Power)
     financing: Financing = Field(default_factory=Financing)
+    opex: list[OpexLine] = Field(default_factory=list, description="Operating expenses, below gross margin")
+    taxes: Taxes = Field(default_factory=Taxes)
     alerts: Alerts = Field(default_factory=Alerts)
     shortfall: Shortfall = Field(default_factory=Shortfall, description="What counts as running short")
     training: Training = Field(default_factory=Training)

@@ -1,0 +1,140 @@
+"""``statements.xlsx``: the run's statements as a spreadsheet opens them (numbers, with formats).
+
+Sheets: ``Monthly``, ``Quarterly``, ``Yearly`` (each line of the statements by period: the
+P50 across paths, then P10 and P90 below it), ``Cash flow`` (monthly, P50, with the cash
+balance's P10 and P90), ``Unit economics`` (per model and month, and over the horizon),
+``P&L by path`` (the kept paths' rows of ``pnl.parquet``, row for row, at most 2,000: the
+Parquet and CSV files hold every path),
+and ``Assumptions`` (every field of the resolved scenario).
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from simulator.economics.statements import PERIODS
+
+MONEY = '#,##0.00;[Red]-#,##0.00'
+PERCENT = '0.0'
+MAX_ROWS = 2_000  # openpyxl writes ~50,000 cells a second: a sample to audit, not every path
+_CASH_LINES = ("operating_cash_flow_usd", "capex_usd", "loan_drawn_usd", "loan_repaid_usd", "cash_flow_usd",
+               "cash_balance_usd", "debt_balance_usd")
+
+
+def workbook_bytes(results: Any, resolved_yaml: str) -> bytes:
+    """The workbook of ``results`` (a :class:`~simulator.runs.results.Results`), as bytes."""
+    from openpyxl import Workbook  # imported here: only a run that writes its files needs it
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.styles import Font
+
+    book = Workbook(write_only=True)  # streamed: a cell costs a few microseconds, not tens
+    bold = Font(bold=True)
+
+    def cell(sheet, value, number_format: str | None = None, strong: bool = False):
+        out = WriteOnlyCell(sheet, value=value)
+        if number_format:
+            out.number_format = number_format
+        if strong:
+            out.font = bold
+        return out
+
+    statements = results.statements
+    for kind in PERIODS:
+        sheet = book.create_sheet({"month": "Monthly", "quarter": "Quarterly", "year": "Yearly"}[kind])
+        sheet.column_dimensions["A"].width = 34
+        rows = statements[statements["period_kind"] == kind] if len(statements) else statements
+        for row in _statement_rows(rows, kind):
+            sheet.append([cell(sheet, *item) for item in row])
+    sheet = book.create_sheet("Cash flow")
+    for row in _cash_rows(statements):
+        sheet.append([cell(sheet, *item) for item in row])
+    sheet = book.create_sheet("Unit economics")
+    for row in _table_rows(results.unit_economics):
+        sheet.append([cell(sheet, *item) for item in row])
+    kept = results.pnl[results.pnl["path"] < max(results.kept_paths, 1)] if len(results.pnl) else results.pnl
+    sheet = book.create_sheet("P&L by path")
+    for row in _table_rows(kept.head(MAX_ROWS)):
+        sheet.append([cell(sheet, *item) for item in row])
+    sheet = book.create_sheet("Assumptions")
+    sheet.column_dimensions["A"].width = 60
+    sheet.append([cell(sheet, "field", strong=True), cell(sheet, "value", strong=True)])
+    for field, value in _flatten(yaml.safe_load(resolved_yaml)):
+        sheet.append([cell(sheet, field), cell(sheet, value if isinstance(value, int | float | str | bool) else str(value))])
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def _period_label(period: pd.Timestamp, kind: str) -> str:
+    if kind == "year":
+        return f"{period.year}"
+    if kind == "quarter":
+        return f"{period.year} Q{period.quarter}"
+    return f"{period:%Y-%m}"
+
+
+# Rows are lists of (value, number format, bold) for the workbook's cells.
+def _statement_rows(rows: pd.DataFrame, kind: str) -> list[list[tuple]]:
+    if not len(rows):
+        return []
+    periods = list(dict.fromkeys(rows["period"]))
+    lines = list(dict.fromkeys(zip(rows["line"], rows["label"], rows["kind"], strict=True)))
+    cells = rows.set_index(["line", "period"])
+    out = []
+    for statistic in ("p50", "p10", "p90"):
+        out.append([(f"{statistic.upper()} across paths, USD (margin in %)", None, True),
+                    *((_period_label(period, kind), None, True) for period in periods)])
+        for line, label, line_kind in lines:
+            values = [cells.loc[(line, period), statistic] for period in periods]
+            out.append([(label.strip(), None, False),
+                        *((None if pd.isna(v) else float(v), PERCENT if line_kind == "ratio" else MONEY, False)
+                          for v in values)])
+        out += [[], []]
+    return out
+
+
+def _cash_rows(statements: pd.DataFrame) -> list[list[tuple]]:
+    if not len(statements):
+        return []
+    monthly = statements[statements["period_kind"] == "month"]
+    headers = ["month", *[f"{line} (P50)" for line in _CASH_LINES], "cash_balance_usd (P10)", "cash_balance_usd (P90)"]
+    out = [[(header, None, True) for header in headers]]
+    by = monthly.set_index(["period", "line"])
+    for period in dict.fromkeys(monthly["period"]):
+        values = [by.loc[(period, line), "p50"] for line in _CASH_LINES]
+        values += [by.loc[(period, "cash_balance_usd"), "p10"], by.loc[(period, "cash_balance_usd"), "p90"]]
+        out.append([(period.to_pydatetime(), "yyyy-mm", False), *((float(v), MONEY, False) for v in values)])
+    return out
+
+
+def _table_rows(table: pd.DataFrame) -> list[list[tuple]]:
+    formats = ["yyyy-mm-dd" if pd.api.types.is_datetime64_any_dtype(table[c]) else MONEY if c.endswith("_usd")
+               else PERCENT if c.endswith("_pct") else None for c in table.columns]
+    out = [[(column, None, True) for column in table.columns]]
+    for row in table.itertuples(index=False):
+        out.append([(_plain(value), number_format, False) for value, number_format in zip(row, formats, strict=True)])
+    return out
+
+
+def _plain(value: Any) -> Any:
+    """A cell value openpyxl writes as a number, a date or text (None for a missing one)."""
+    if value is None or (not isinstance(value, str) and pd.isna(value)):
+        return None
+    if isinstance(value, pd.Timestamp):
+        return value.to_pydatetime()
+    return value.item() if hasattr(value, "item") else value
+
+
+def _flatten(value: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(value, dict):
+        return [item for key, inner in value.items()
+                for item in _flatten(inner, f"{prefix}.{key}" if prefix else str(key))]
+    if isinstance(value, list):
+        if not value:
+            return [(prefix, "[]")]
+        return [item for i, inner in enumerate(value) for item in _flatten(inner, f"{prefix}[{i}]")]
+    return [(prefix, value)]
