@@ -230,7 +230,7 @@ def test_piecewise_rates_interpolate_between_dates(tmp_path):
     csv.write_text("date,rps\n2026-01-01,10\n2026-01-11,20\n")
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "20d", "step": "1d"})
     data["models"][0]["capacity_rps"] = 1e6
-    data["models"][0]["demand"] = {"growth": {"kind": "piecewise", "csv": str(csv)}, "noise": "none"}
+    data["models"][0]["demand"] = {"growth": {"kind": "piecewise", "csv": str(csv), "extrapolate": "hold"}, "noise": "none"}
     rate = run(data).timeseries["demand_requests"].to_numpy() / 86400
     # Day i (midpoint i + 1/2) on the line from 10 to 20 over 10 days, flat at 20 afterwards.
     assert rate[:10] == pytest.approx([10 + (i + 0.5) for i in range(10)], rel=1e-12)

@@ -132,7 +132,7 @@ CASES = [
     ("base rate above limit", ("base_rps: 80", "base_rps: 2.0e+9"), "models[0].demand.base_rps", "base_rps: 2.0e+9", "less than or equal to 1000000000"),
     ("base rate not finite", ("base_rps: 80", "base_rps: .inf"), "models[0].demand.base_rps", "base_rps: .inf", "finite number"),
     ("piecewise without points", ("      base_rps: 80\n      growth: {kind: exponential, rate_per_month: 0.15}", "      growth: {kind: piecewise}"), "models[0].demand.growth", "kind: piecewise", "needs 'points'"),
-    ("piecewise rate negative", ("      base_rps: 80\n      growth: {kind: exponential, rate_per_month: 0.15}", "      growth: {kind: piecewise, points: [{at: 2026-03-01, rps: -80}]}"), "models[0].demand.growth.points[0].rps", "kind: piecewise", "greater than or equal to 0"),
+    ("piecewise rate negative", ("      base_rps: 80\n      growth: {kind: exponential, rate_per_month: 0.15}", "      growth: {kind: piecewise, extrapolate: hold, points: [{at: 2026-03-01, rps: -80}]}"), "models[0].demand.growth.points[0].rps", "kind: piecewise", "greater than or equal to 0"),
     ("linear decline below minus one", ("growth: {kind: exponential, rate_per_month: 0.15}", "growth: {kind: linear, increase_per_month: -2}"), "models[0].demand.growth.increase_per_month", "kind: linear", "greater than or equal to -1"),
     ("logistic ceiling not above one", ("growth: {kind: exponential, rate_per_month: 0.15}", "growth: {kind: logistic, ceiling: 1, rate_per_month: 0.3}"), "models[0].demand.growth.ceiling", "kind: logistic", "greater than 1"),
     ("logistic rate zero", ("growth: {kind: exponential, rate_per_month: 0.15}", "growth: {kind: logistic, ceiling: 5, rate_per_month: 0}"), "models[0].demand.growth.rate_per_month", "kind: logistic", "greater than 0"),

@@ -42,7 +42,7 @@ def _two_pools(mode: str, demand: dict) -> dict:
 
 
 # Demand 0 until 10 h, then 4 req/s (4 GPUs of 1 req/s each).
-FROM_10H = {"noise": "none", "growth": {"kind": "piecewise", "points": [
+FROM_10H = {"noise": "none", "growth": {"kind": "piecewise", "extrapolate": "hold", "points": [
     {"at": "0h", "rps": 0}, {"at": "10h", "rps": 0}, {"at": "601min", "rps": 4}]}}
 
 
@@ -200,7 +200,7 @@ def test_the_autoscaler_sizes_for_what_the_other_pools_push_to_it():
     ]
     data["models"] = [
         {"name": "a", "pools": ["res", "burst"], "gpus_per_replica": 1, "capacity_rps": 1.0,
-         "demand": {"noise": "none", "growth": {"kind": "piecewise", "points": [
+         "demand": {"noise": "none", "growth": {"kind": "piecewise", "extrapolate": "hold", "points": [
              {"at": "0h", "rps": 2}, {"at": "12h", "rps": 2}, {"at": "721min", "rps": 6}]}}},
         {"name": "b", "pools": ["res", "burst"], "gpus_per_replica": 1, "capacity_rps": 1.0,
          "demand": {"base_rps": 5.0, "noise": "none"}},

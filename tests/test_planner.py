@@ -20,7 +20,7 @@ def _scenario():
     # the day of purchase), so the cheapest plan buys ceil(14 / 4) × 4 = 16 GPUs on day 9.
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "20d", "step": "1h"})
     data["fleet"]["pools"][0]["acquisition"] = {"type": "owned", "price_usd": 30_000}
-    data["models"][0]["demand"] = {"noise": "poisson", "growth": {"kind": "piecewise", "points": [
+    data["models"][0]["demand"] = {"noise": "poisson", "growth": {"kind": "piecewise", "extrapolate": "hold", "points": [
         {"at": "0d", "rps": 6}, {"at": "10d", "rps": 6}, {"at": "14401min", "rps": 22}]}}
     return simulator.load_scenario(data)
 

@@ -116,7 +116,7 @@ def test_the_autoscaler_follows_a_demand_step_with_its_delay_and_cooldown():
     data["fleet"]["pools"][0].update(count=2, acquisition={
         "type": "on_demand", "usd_per_gpu_hour": 1.0, "max_count": 20, "provisioning_delay": "2h",
         "autoscale": {"target_utilization": 0.5, "cooldown": "3h"}})
-    data["models"][0]["demand"] = {"noise": "none", "growth": {"kind": "piecewise", "points": [
+    data["models"][0]["demand"] = {"noise": "none", "growth": {"kind": "piecewise", "extrapolate": "hold", "points": [
         {"at": "0h", "rps": 1}, {"at": "24h", "rps": 1}, {"at": "1441min", "rps": 5},
         {"at": "48h", "rps": 5}, {"at": "2881min", "rps": 1}]}}
     ts = run(data).timeseries

@@ -187,7 +187,7 @@ def test_inference_preempts_training_and_the_job_loses_work_since_its_checkpoint
     # the job restarts at 20 (restart 30 min) and finishes 16 h of work later: 36.5 h.
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "3d", "step": "1h"})
     data["fleet"]["pools"][0].update(count=8, training={"mode": "preempt"})
-    data["models"][0]["demand"] = {"noise": "none", "growth": {"kind": "piecewise", "points": [
+    data["models"][0]["demand"] = {"noise": "none", "growth": {"kind": "piecewise", "extrapolate": "hold", "points": [
         {"at": "0h", "rps": 0}, {"at": "10h", "rps": 0}, {"at": "601min", "rps": 4},
         {"at": "20h", "rps": 4}, {"at": "1201min", "rps": 0}]}}
     data["training"] = {"jobs": [{"name": "j", "pool": "a", "gpus": 8, "duration": "24h",

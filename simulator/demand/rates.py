@@ -86,7 +86,14 @@ def _level(demand: Demand, horizon: Horizon, seconds: np.ndarray, launch: float)
         times = np.array([horizon.offset_of(p.at) for p in growth.points])
         values = np.array([p.rps for p in growth.points])
         order = np.argsort(times, kind="stable")
-        return np.interp(seconds, times[order], values[order])
+        times, values = times[order], values[order]
+        rates = np.interp(seconds, times, values)
+        if growth.extrapolate == "trend" and len(times) >= 2 and times[-1] > times[-2]:
+            # Past the last point, the last segment's growth goes on, compounded.
+            ratio = values[-1] / values[-2] if values[-2] > 0 else 1.0
+            after = seconds > times[-1]
+            rates[after] = values[-1] * ratio ** ((seconds[after] - times[-1]) / (times[-1] - times[-2]))
+        return rates
     months = _months_since(seconds, launch)
     base = float(demand.base_rps or 0.0)
     if isinstance(growth, ConstantGrowth):

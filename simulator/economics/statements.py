@@ -81,7 +81,8 @@ def statements(pnl: pd.DataFrame) -> pd.DataFrame:
             finite = values[np.isfinite(values)]
             if line_kind == "ratio":
                 revenue = group["revenue_usd"].sum()
-                mean = 100.0 * group["gross_margin_usd"].sum() / revenue if revenue > 0 else np.nan
+                with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # a vanishing revenue: ±inf
+                    mean = 100.0 * group["gross_margin_usd"].sum() / revenue if revenue > 0 else np.nan
             else:
                 mean = float(finite.mean()) if len(finite) else np.nan
             quantiles = {name: float(np.quantile(finite, q)) if len(finite) else np.nan

@@ -98,5 +98,5 @@ def unit_economics_json(table: pd.DataFrame) -> dict[str, dict[str, float | None
         return {}
     whole = table[table["month"].isna()]
     columns = [c for c in table.columns if c not in ("month", "model")]
-    return {row["model"]: {c: (None if pd.isna(row[c]) else float(row[c])) for c in columns}
+    return {row["model"]: {c: (float(row[c]) if np.isfinite(row[c]) else None) for c in columns}
             for _, row in whole.iterrows()}

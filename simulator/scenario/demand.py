@@ -66,15 +66,20 @@ class RatePoint(Frozen):
 
 
 class PiecewiseGrowth(Frozen):
-    """Absolute rates at dates, interpolated linearly; flat before the first and after the last.
+    """Absolute rates at dates, interpolated linearly; flat before the first point.
 
     Give the points inline or as ``csv:`` with columns ``date,rps`` (a path relative to the
-    scenario file).
+    scenario file). A curve whose last point comes before the horizon's end must say what
+    follows it: ``extrapolate: hold`` keeps the last rate, ``trend`` goes on growing as the
+    last segment did (compounded); without it the scenario is refused, so that 12 months of
+    history do not silently become a flat forecast.
     """
 
     kind: Literal["piecewise"] = "piecewise"
     csv: str | None = None
     points: list[RatePoint] = Field(default_factory=list)
+    extrapolate: Literal["hold", "trend"] | None = Field(
+        default=None, description="After the last point: hold its rate, or continue the last segment's trend")
 
     @model_validator(mode="before")
     @classmethod
@@ -190,6 +195,10 @@ class Demand(Frozen):
         default=None, description="Launch: no demand before this date, or until a training job is done"
     )
     growth: Growth = Field(default_factory=ConstantGrowth)
+    history: str | None = Field(
+        default=None,
+        description="CSV of past traffic (date, rps or requests): base_rps, growth (uncertain) and seasonality "
+        "are fitted from it when the scenario loads")
     seasonality: Seasonality = Field(default_factory=Seasonality)
     volatility: Volatility | None = Field(
         default=None, description="Day-to-day multiplicative swings (default off); applies with noise: none too"

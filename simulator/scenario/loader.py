@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from simulator.scenario.errors import Loc, ScenarioError, format_path
 from simulator.scenario.fieldpath import parse_field_path, set_field
+from simulator.scenario.history import expand_histories
 from simulator.scenario.references import check_references
 from simulator.scenario.scenario import Scenario
 from simulator.scenario.schema_walk import allowed_fields
@@ -72,6 +73,7 @@ def load_scenario(
         forget_derived(data)
         _refuse_booleans(data, ())
         _refuse_duplicate_gpus(data.get("gpus"))
+        expand_histories(data, base_dir)
         data = _extract_uncertain(data)
         scenario = _validated(data, base_dir)
         _check_variants(data, scenario, base_dir)

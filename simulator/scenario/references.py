@@ -9,15 +9,18 @@ uncertain inputs and their correlations can hold together. It raises a
 
 from __future__ import annotations
 
+import pandas as pd
+
 from simulator.scenario.catalog import BUILTIN_GPUS
 from simulator.scenario.correlation import copula_factor
+from simulator.scenario.demand import PiecewiseGrowth
 from simulator.scenario.errors import ScenarioError
 from simulator.scenario.fleet import OnDemand, Owned, Reserved
 from simulator.scenario.scenario import Scenario
 from simulator.scenario.served import ServedModel
 from simulator.scenario.training import LaunchAfter
 from simulator.scenario.uncertain import copula_keys
-from simulator.units import SECONDS_PER_YEAR
+from simulator.units import SECONDS_PER_YEAR, format_timestamp
 
 
 def check_references(scenario: Scenario) -> None:
@@ -57,6 +60,15 @@ def check_references(scenario: Scenario) -> None:
         _check_replica_sizes(scenario, index, pool_names)
         if len(set(model.pools)) != len(model.pools):
             raise ScenarioError(("models", index, "pools"), "a pool is listed twice")
+        growth = model.demand.growth
+        if isinstance(growth, PiecewiseGrowth) and growth.extrapolate is None:
+            last = max(scenario.horizon.offset_of(point.at) for point in growth.points)
+            if last < scenario.horizon.length_s - 1e-6:
+                end = format_timestamp(scenario.horizon.start + pd.Timedelta(seconds=last))
+                raise ScenarioError(("models", index, "demand", "growth"),
+                                    f"its last point ({end}) comes before the horizon's end "
+                                    f"({format_timestamp(scenario.horizon.end_time)}); say what follows it: "
+                                    "extrapolate: hold (keep the last rate) or extrapolate: trend (keep growing)")
         start = model.demand.start
         if isinstance(start, LaunchAfter) and start.after_job not in {job.name for job in scenario.training.jobs}:
             known = ", ".join(job.name for job in scenario.training.jobs) or "none defined"
