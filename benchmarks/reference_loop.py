@@ -67,7 +67,8 @@ of the schedule's value of step s, the most of its entries over the UTC hours th
 overlaps (24 entries: hour of day; 168: hour of week from Monday 00:00). sized(requests):
 place every model as above with the fleet as it stands but this pool unbounded; for each
 model with load ``L > 0`` on this pool, ``max(1, ceil(L / (c × target_utilization) ×
-(1 − 1e-12)))`` replicas × gpus_per_replica. desired = ``min(max(ceil(wanted / node) · node,
+(1 − 1e-12)))`` replicas × gpus_per_replica. To wanted are added the pool's GPUs out of
+service and, but for a schedule, the GPUs its running jobs hold. desired = ``min(max(ceil(wanted / node) · node,
 least), most)``, ``most = floor(max_count / node) · node``, ``least = min(ceil(min_count /
 node) · node, most)`` (min_count, max_count default to the count); keep = the most desired
 over the decisions in ``[t − scale_down_cooldown, t]``. Only if ``t − last action ≥ cooldown``

@@ -170,7 +170,12 @@ class Autoscaler:
         """The decision at ``t`` (for step ``k``): request, release, or nothing."""
         loop, step = self.loop, self.step
         last = max(k, min(math.ceil((t + self.interval + self.delay) / step) - 1, loop.n_steps - 1))
-        wanted = self.wanted(k, last)
+        # The pool's own GPUs out of service count against it, and (but for a schedule) so do
+        # the GPUs its running jobs hold: the pool never shrinks from under a job.
+        pool = loop.pools[self.p]
+        wanted = self.wanted(k, last) + pool.out_of_service
+        if self.policy.policy != "scheduled":
+            wanted += pool.training
         desired = min(max(math.ceil(wanted / self.node) * self.node, self.least), self.most)
         self.log.append((float(t), k, wanted, desired))
         self.recent = [(when, count) for when, count in self.recent if when >= t - self.scale_down_cooldown]

@@ -63,15 +63,20 @@ def test_a_history_that_saturates_is_fitted_as_logistic():
     assert math.log1p(fit.rate_per_month) == pytest.approx(0.5, abs=0.1)
 
 
-def test_requests_per_period_read_as_the_same_rate(tmp_path):
-    # Requests in each month / the month's seconds = req/s; the growth fitted is nearly the same
-    # (the months' lengths differ by a few percent).
-    rps = read_history(_write(tmp_path / "rps.csv", MONTHLY))
-    index = rps.index
-    seconds = np.append(np.diff((index - index[0]).total_seconds().to_numpy()), 30 * 86400)
-    requests = read_history(_write(tmp_path / "req.csv", list(np.array(MONTHLY) * seconds), column="requests"))
-    np.testing.assert_allclose(requests.to_numpy(), rps.to_numpy())
-    assert fit_history(requests).rate_per_month == pytest.approx(fit_history(rps).rate_per_month)
+def test_requests_per_period_are_a_mean_rate_at_the_periods_middle(tmp_path):
+    # Exact 15% a month (continuous in time): the requests of each calendar month are the
+    # integral of 40 x 1.15^m req/s over it. Read as requests, each month's mean rate sits at
+    # its middle, so the fit recovers 15% and the rate at 2026-01-01 (40 x 1.15^12) closely.
+    index = pd.date_range("2025-01-01", periods=13, freq="MS")
+    months = (index - index[0]).total_seconds().to_numpy() / SECONDS_PER_MONTH
+    b = math.log(1.15)
+    integral = 40 * np.exp(b * months) / b * SECONDS_PER_MONTH  # ∫ 40 e^(b m) dt, t in seconds
+    requests = np.diff(integral)
+    path = tmp_path / "req.csv"
+    path.write_text("date,requests\n" + "".join(f"{d:%Y-%m-%d},{v}\n" for d, v in zip(index[:-1], requests, strict=True)))
+    fit = fit_history(read_history(path))
+    assert fit.rate_per_month == pytest.approx(0.15, abs=0.002)
+    assert fit.rps_at(pd.Timestamp("2026-01-01")) == pytest.approx(40 * 1.15**months[-1], rel=0.01)
 
 
 def test_a_scenario_with_history_forecasts_from_the_fit_with_an_uncertain_rate(tmp_path):
@@ -134,3 +139,28 @@ def test_a_piecewise_curve_must_say_what_follows_its_last_point():
     trend = run(_piecewise("trend")).timeseries["demand_requests"].to_numpy()
     assert trend[12] == pytest.approx(2 * 2**0.25 * 3600)
     assert trend[:10].tolist() == held[:10].tolist()
+
+
+def test_a_history_too_noisy_for_growth_is_refused_and_starts_are_read_as_dates_or_offsets(tmp_path):
+    # 10, 3, 12 req/s: the rate's standard error (about 80% a month) would draw rates below -100%.
+    data = base_scenario()
+    data["models"][0]["demand"] = {"history": str(_write(tmp_path / "noisy.csv", [10, 3, 12]))}
+    with pytest.raises(simulator.ScenarioError, match="too short or noisy"):
+        simulator.load_scenario(data)
+    # A demand start given as an offset: base_rps is the fit at the horizon's start + 30 days.
+    data = base_scenario(horizon={"start": "2026-01-01", "duration": "60d", "step": "1d"})
+    data["models"][0]["demand"] = {"history": str(_write(tmp_path / "t.csv", MONTHLY)), "start": "30d"}
+    fit = fit_history(_monthly(MONTHLY))
+    assert simulator.load_scenario(data).models[0].demand.base_rps == pytest.approx(fit.rps_at(pd.Timestamp("2026-01-31")))
+    bad = CliRunner().invoke(main, ["fit-demand", str(tmp_path / "t.csv"), "--start", "soon"])
+    assert bad.exit_code == 2 and "not a date" in bad.output
+
+
+def test_a_trend_needs_a_rising_last_segment_to_follow():
+    data = _piecewise("trend")
+    data["models"][0]["demand"]["growth"]["points"][0]["rps"] = 0
+    data["models"][0]["demand"]["growth"]["points"][1]["at"] = "1h"
+    data["models"][0]["demand"]["growth"]["points"].insert(0, {"at": "0h", "rps": 5})
+    data["models"][0]["demand"]["growth"]["points"][1]["at"] = "30min"
+    with pytest.raises(simulator.ScenarioError, match="trend needs"):
+        simulator.load_scenario(data)

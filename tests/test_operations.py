@@ -246,3 +246,35 @@ def test_min_and_max_count_bound_the_pool_in_whole_nodes():
     floored = run(_burst({"target_utilization": 0.8, "node_gpus": 8}, min_count=30)).timeseries
     assert (floored["gpus_installed"] == 32).all()
     assert math.isclose(floored["cost_cloud_usd"].sum(), 32 * 48 * 2.0)
+
+
+def test_the_autoscaler_keeps_the_gpus_running_jobs_hold():
+    # 8 GPUs to start, at least 6, target 50% of 1 req/s per 1-GPU replica. Demand 1 req/s,
+    # then 4 req/s from 5 h. A 4-GPU job submitted at 0 (leftover mode) runs 10 h.
+    # t = 0: inference wants ceil(1 / 0.5) = 2 -> 6 (the floor); the job fits (6 - 2 = 4), starts.
+    # Steps 1-4: 2 + the job's 4 = 6. From 5 h: ceil(4 / 0.5) = 8 + 4 = 12; at 10 h the job ends:
+    # 8. Nothing is ever taken from under the job, and nothing is unserved.
+    data = _burst({"target_utilization": 0.5}, count=8, min_count=6)
+    data["fleet"]["pools"][0]["training"] = {"mode": "leftover"}
+    data["models"][0].update(gpus_per_replica=1, capacity_rps=1.0)
+    data["models"][0]["demand"] = {"noise": "none", "growth": {"kind": "piecewise", "extrapolate": "hold", "points": [
+        {"at": "0h", "rps": 1}, {"at": "5h", "rps": 1}, {"at": "301min", "rps": 4}]}}
+    data["training"] = {"jobs": [{"name": "j", "pool": "burst", "gpus": 4, "duration": "10h"}]}
+    result = run(data)
+    ts = result.timeseries
+    assert ts["gpus_installed"].tolist()[:12] == [6] * 5 + [12] * 5 + [8] * 2
+    assert ts["gpus_training"].tolist()[:11] == [4] * 10 + [0]
+    assert (ts["unserved_requests"] == 0).all()
+    assert result.jobs.iloc[0]["end_time"] == START + pd.Timedelta(hours=10)
+
+
+def test_the_autoscaler_counts_working_gpus():
+    # 10 req/s of 1-GPU replicas at 100% and GPUs failing at 2% an hour with 24 h repairs: the
+    # pool grows by the GPUs down, so only the failures within a step are ever short.
+    data = _burst({"target_utilization": 1.0, "cooldown": "0s"})
+    data["models"][0].update(gpus_per_replica=1, capacity_rps=1.0)
+    data["fleet"]["pools"][0]["failures"] = {"rate_per_gpu_hour": 0.02, "repair": "24h"}
+    ts = run(data, paths=4).timeseries
+    assert (ts["gpus_installed"] - ts["gpus_failed"] >= 10 - 3).all()
+    assert ts["unserved_requests"].sum() / ts["demand_requests"].sum() < 0.03
+    assert ts["gpus_failed"].max() >= 2  # failures did happen

@@ -217,3 +217,14 @@ def test_bad_statement_input_names_the_field(change, path, words):
         simulator.load_scenario(data)
     assert caught.value.path == path, str(caught.value)
     assert words in str(caught.value)
+
+
+def test_opex_is_booked_for_a_month_in_which_no_step_starts():
+    # Steps of 1mo (30.4375 days) from 2026-01-01 start on Jan 1, Jan 31, Mar 2, …: no step
+    # starts in February, whose payroll is paid all the same. Twelve such steps end 365.25 days
+    # on, 6 h into January 2027: 12 months of $1,000 and 6/744 of a thirteenth.
+    data = base_scenario(horizon={"start": "2026-01-01", "duration": "12mo", "step": "1mo"})
+    data["opex"] = [{"name": "payroll", "usd_per_month": 1000}]
+    pnl = run(data).pnl
+    assert pd.Timestamp("2026-02-01") in set(pnl["month"])
+    assert pnl["opex_usd"].sum() == pytest.approx(12_000 + 1000 * 6 / 744)

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import pandas as pd
 import yaml
 
 from simulator.cli.app import console, main
 from simulator.scenario import ScenarioError
 from simulator.scenario.history import fit_history, read_history
+from simulator.units import parse_timestamp
 
 
 @main.command("fit-demand")
@@ -24,7 +24,10 @@ def fit_demand(history: Path, start: str | None) -> None:
     except ValueError as exc:
         raise ScenarioError(("history",), str(exc)) from None
     # By default the forecast starts where the history's last period ends.
-    begins = pd.Timestamp(start) if start else fit.last + fit.spacing
+    try:
+        begins = parse_timestamp(start) if start else fit.next_start()
+    except (ValueError, TypeError):
+        raise ScenarioError(("--start",), f"{start!r} is not a date") from None
     console.print(f"{fit.points} points, {fit.first:%Y-%m-%d} to {fit.last:%Y-%m-%d}: {fit.kind} growth", highlight=False)
     if fit.kind == "exponential":
         low, high = fit.rate_interval
@@ -37,9 +40,12 @@ def fit_demand(history: Path, start: str | None) -> None:
     for note in fit.notes:
         console.print(f"  {note}", highlight=False)
     block = fit.demand_block(begins)
-    if fit.uncertain() is not None:
-        block["growth"]["rate_per_month"] = {k: round(v, 6) if isinstance(v, float) else v
-                                             for k, v in fit.uncertain().items()}
+    try:
+        spread = fit.uncertain()
+    except ValueError as exc:
+        raise ScenarioError(("history",), str(exc)) from None
+    if spread is not None:
+        block["growth"]["rate_per_month"] = spread
     rounded = yaml.safe_load(yaml.safe_dump(_round(block)))
     console.print(f"demand block for a horizon starting {begins:%Y-%m-%d} (or give `history: {history.name}`):",
                   highlight=False)

@@ -46,7 +46,15 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
         subscriber_months=timeseries["subscribers"] * step_s / (365.25 / 12 * 86400),
     )
     grouped = frame.groupby(["path", "month"], sort=True)
-    monthly = grouped[[*_SUMMED, "busy", "gpus_available", "subscriber_months"]].sum().reset_index()
+    monthly = grouped[[*_SUMMED, "busy", "gpus_available", "subscriber_months"]].sum()
+    if opex is not None and len(opex.index):
+        # Every calendar month of the horizon has a row, even one in which no step starts
+        # (steps of a month or more): its opex is still paid.
+        months = monthly.index.get_level_values("month").unique().union(opex.index)
+        paths = monthly.index.get_level_values("path").unique()
+        full = pd.MultiIndex.from_product([paths, months], names=["path", "month"])
+        monthly = monthly.reindex(full, fill_value=0.0)
+    monthly = monthly.reset_index()
     out = pd.DataFrame({"path": monthly["path"], "month": monthly["month"]})
     out["revenue_usd"] = monthly["revenue_usd"]
     for name in ("depreciation", "cloud", "energy", "facility"):

@@ -171,6 +171,15 @@ class StepClock:
         """The drawn requests of every model in ``step``."""
         return self.demand[min(step, self.plan.n_steps - 1)]
 
+    def forecast_rows(self, first: int, last: int) -> np.ndarray:
+        """Expected requests of every model in steps ``first..last`` as known at ``first`` (see
+        :meth:`forecast_at`), one row per step."""
+        rows = self.expected[first:min(last, self.plan.n_steps - 1) + 1]
+        if self.level is None:
+            return rows.copy()
+        seen = min(first, self.plan.n_steps - 1)
+        return rows * np.array([lv if np.isscalar(lv) else lv[seen] for lv in self.level])
+
     def forecast_at(self, step: int, now_step: int) -> np.ndarray:
         """Expected requests of every model in ``step``, as known at ``now_step``: the scenario's
         pattern times the day-to-day level seen then (a persistence forecast)."""

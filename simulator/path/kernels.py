@@ -171,29 +171,35 @@ def inference_gpus(requests, capacity_per_step, gpus_per_replica, preferences, a
 
 
 @njit(cache=True)
-def gpus_wanted_on(pool, requests, target_utilization, capacity_per_step, gpus_per_replica, preferences, api_mode,
-                   installed, failed, out_of_service, training, training_floor, preempt):
-    """GPUs ``pool`` should hold for one step's ``requests``: place every model as the fleet
-    stands but with ``pool`` unbounded, then size each model's replicas there for the load
-    they take at ``target_utilization`` (whole replicas, in this pool's shape for the model)."""
+def most_gpus_wanted_on(pool, requests, target_utilization, capacity_per_step, gpus_per_replica, preferences,
+                        api_mode, installed, failed, out_of_service, training, training_floor, preempt):
+    """The most GPUs ``pool`` should hold for any row of ``requests`` (steps × models): for
+    each, place every model as the fleet stands but with ``pool`` unbounded, then size each
+    model's replicas there for the load they take at ``target_utilization`` (whole replicas,
+    in this pool's shape for the model)."""
     n_pools = installed.shape[0]
     free = np.empty(n_pools, dtype=np.int64)
     inference = np.zeros(n_pools, dtype=np.int64)
     taken = np.zeros(preferences.shape, dtype=np.int64)
     load = np.zeros(preferences.shape, dtype=np.float64)
     unplaced = np.zeros(preferences.shape[0], dtype=np.float64)
-    open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
-    free[pool] = 1 << 50
-    place_replicas(requests.reshape(1, -1), 0, capacity_per_step, gpus_per_replica, preferences, api_mode, free,
-                   inference, taken, load, unplaced)
-    wanted = 0
-    for m in range(preferences.shape[0]):
-        for j in range(preferences.shape[1]):
-            if preferences[m, j] == pool and taken[m, j] > 0:
-                per_replica = capacity_per_step[m, j] * target_utilization
-                replicas = max(int(math.ceil(load[m, j] / per_replica * (1.0 - _REPLICA_SLACK))), 1)
-                wanted += replicas * gpus_per_replica[m, j]
-    return wanted
+    most = 0
+    for row in range(requests.shape[0]):
+        open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
+        free[pool] = 1 << 50
+        for p in range(n_pools):
+            inference[p] = 0
+        place_replicas(requests, row, capacity_per_step, gpus_per_replica, preferences, api_mode, free, inference,
+                       taken, load, unplaced)
+        wanted = 0
+        for m in range(preferences.shape[0]):
+            for j in range(preferences.shape[1]):
+                if preferences[m, j] == pool and taken[m, j] > 0:
+                    per_replica = capacity_per_step[m, j] * target_utilization
+                    replicas = max(int(math.ceil(load[m, j] / per_replica * (1.0 - _REPLICA_SLACK))), 1)
+                    wanted += replicas * gpus_per_replica[m, j]
+        most = max(most, wanted)
+    return most
 
 
 @njit(cache=True)

@@ -10,8 +10,8 @@ logistic curve halves the residual spread, the logistic is used instead (its cei
 search over multiples of the highest rate, the rate by least squares for each). With hourly or finer data over at least two weeks, the
 hour-of-day and weekday profiles of the detrended rate are fitted too.
 
-In a scenario, the fit fills the model's ``base_rps`` (the fitted rate at the horizon's
-start), ``growth`` and, when fitted, ``seasonality``; the growth rate's uncertainty becomes
+In a scenario, the fit fills the model's ``base_rps`` (the fitted rate at the demand's
+``start``, or the horizon's), ``growth`` and, when fitted, ``seasonality``; the growth rate's uncertainty becomes
 an uncertain input (normal, the fit's rate and standard error), so bands widen with the
 horizon. ``fleetcast fit-demand`` prints the same fit and the block it writes.
 """
@@ -85,10 +85,24 @@ class DemandFit:
         return block
 
     def uncertain(self) -> dict[str, Any] | None:
-        """The growth rate's uncertainty as an uncertain input, for an exponential fit."""
+        """The growth rate's uncertainty as an uncertain input, for an exponential fit.
+
+        Raises ValueError when the history is too short or noisy for it: a normal draw could
+        then fall to a rate of −100% a month or below (more than 5 standard errors away).
+        """
         if self.kind != "exponential" or not self.rate_se > 0:
             return None
+        if self.rate_per_month - 5 * self.rate_se <= -1:
+            raise ValueError(f"the history is too short or noisy to fit growth: {self.rate_per_month:.1%} ± "
+                             f"{self.rate_se:.1%} a month (give growth by hand, or more history)")
         return {"dist": "normal", "mean": self.rate_per_month, "sd": self.rate_se}
+
+    def next_start(self) -> pd.Timestamp:
+        """Where the history's last period ends: the next month's first day for monthly data
+        dated on the first, else one spacing after the last point."""
+        if all(day.is_month_start and day == day.normalize() for day in (self.first, self.last)):
+            return self.last + pd.offsets.MonthBegin(1)
+        return self.last + self.spacing
 
 
 def read_history(path: Path) -> pd.Series:
@@ -121,9 +135,16 @@ def read_history(path: Path) -> pd.Series:
     if len(series) < 3:
         raise ValueError(f"{path}: {len(series)} rows; a fit needs at least 3")
     if column == "requests":
-        seconds = np.diff((series.index - series.index[0]).total_seconds().to_numpy())
-        seconds = np.append(seconds, seconds[-1])
-        series = series / seconds
+        # A period's requests give its mean rate, placed at the period's middle. The last
+        # period is a calendar month for monthly data, else as long as the one before.
+        index = series.index
+        if all(day.is_month_start and day == day.normalize() for day in index):
+            ends = index + pd.offsets.MonthBegin(1)
+        else:
+            ends = index[1:].append(pd.DatetimeIndex([index[-1] + (index[-1] - index[-2])]))
+        seconds = (ends - index).total_seconds().to_numpy()
+        series = pd.Series(series.to_numpy() / seconds,
+                           index=series.index + pd.to_timedelta(seconds / 2, unit="s"))
     return series
 
 
@@ -257,17 +278,37 @@ def expand_histories(data: dict[str, Any], base_dir: Path) -> None:
         if taken:
             raise ScenarioError(loc, f"the history's fit gives {' and '.join(taken)}; give one or the other")
         try:
-            start = pd.Timestamp(str(horizon.get("start")))
             fit = fit_history(read_history(base_dir / str(demand["history"])))
+            block = fit.demand_block(_forecast_start(horizon.get("start"), demand.get("start")))
+            if (spread := fit.uncertain()) is not None:
+                block["growth"]["rate_per_month"] = spread
         except ValueError as exc:
             raise ScenarioError(loc, str(exc)) from None
-        block = fit.demand_block(demand.get("start") and pd.Timestamp(str(demand["start"])) or start)
-        if (spread := fit.uncertain()) is not None:
-            block["growth"]["rate_per_month"] = spread
         if "seasonality" in demand:
             block.pop("seasonality", None)
         demand.pop("history")
         demand.update(_plain_numbers(block))
+
+
+def _forecast_start(horizon_start: Any, demand_start: Any) -> pd.Timestamp:
+    """Where ``base_rps`` is read off the fit: the demand's start when it is a date or an
+    offset from the horizon's, else (none, or after a training job) the horizon's start."""
+    from simulator.units import parse_duration, parse_timestamp
+
+    try:
+        start = parse_timestamp(horizon_start)
+    except (ValueError, TypeError):
+        raise ValueError(f"the horizon's start {horizon_start!r} is not a date") from None
+    if demand_start is None or isinstance(demand_start, dict):
+        return start
+    try:
+        return parse_timestamp(demand_start)
+    except (ValueError, TypeError):
+        pass
+    try:
+        return start + pd.Timedelta(seconds=parse_duration(demand_start))
+    except (ValueError, TypeError):
+        raise ValueError(f"the demand's start {demand_start!r} is neither a date nor a duration") from None
 
 
 def _plain_numbers(value: Any) -> Any:

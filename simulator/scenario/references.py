@@ -61,6 +61,11 @@ def check_references(scenario: Scenario) -> None:
         if len(set(model.pools)) != len(model.pools):
             raise ScenarioError(("models", index, "pools"), "a pool is listed twice")
         growth = model.demand.growth
+        if isinstance(growth, PiecewiseGrowth) and growth.extrapolate == "trend":
+            ordered = sorted(growth.points, key=lambda point: scenario.horizon.offset_of(point.at))
+            if len(ordered) < 2 or not ordered[-2].rps > 0:
+                raise ScenarioError(("models", index, "demand", "growth", "extrapolate"),
+                                    "trend needs the last two points, the one before last above 0 req/s")
         if isinstance(growth, PiecewiseGrowth) and growth.extrapolate is None:
             last = max(scenario.horizon.offset_of(point.at) for point in growth.points)
             if last < scenario.horizon.length_s - 1e-6:
@@ -147,6 +152,9 @@ def _check_acquisition(scenario: Scenario, index: int) -> None:
             raise ScenarioError((*loc, "max_count"), f"is below the pool's count ({pool.count})")
         if acquisition.autoscale is not None and acquisition.max_count is None:
             raise ScenarioError((*loc, "max_count"), "is required with autoscale (the most GPUs it may rent)")
+        scale = acquisition.autoscale
+        if scale is not None and (acquisition.max_count or 0) < scale.node_gpus:
+            raise ScenarioError((*loc, "max_count"), f"is below one node of {scale.node_gpus} GPUs (autoscale.node_gpus)")
         if acquisition.min_count is not None:
             if acquisition.autoscale is None:
                 raise ScenarioError((*loc, "min_count"), "applies with autoscale (the fewest GPUs it keeps)")

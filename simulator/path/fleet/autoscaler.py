@@ -12,8 +12,11 @@ be integrated, how many GPUs the pool should hold (its policy, :class:`Autoscale
   decision can be in service (``interval + provisioning_delay`` ahead).
 - ``scheduled``: the most its schedule holds over those same steps.
 
-The count is rounded up to whole nodes (``node_gpus``) and kept within ``min_count`` and
-``max_count`` (rounded to whole nodes). GPUs asked at ``t`` are in service from
+To what inference wants the reactive and predictive policies add the GPUs training jobs hold
+on the pool (it never shrinks from under a running job; it does not grow for queued ones),
+and every policy adds the pool's GPUs down for repair or out of service, so that the count
+is of working GPUs. The count is rounded up to whole nodes (``node_gpus``) and kept within
+``min_count`` and ``max_count`` (rounded to whole nodes). GPUs asked at ``t`` are in service from
 ``t + provisioning_delay``, so from the first step starting then; released GPUs go at once,
 but only down to the most wanted over the last ``scale_down_cooldown``, and only when no
 request is pending. No action follows another within the ``cooldown``.
@@ -32,7 +35,7 @@ import simpy
 
 from simulator.path.compiled import CompiledScenario
 from simulator.path.fleet.state import FleetState
-from simulator.path.kernels import gpus_wanted_on
+from simulator.path.kernels import most_gpus_wanted_on
 
 
 def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario, pool: int, clock):
@@ -67,7 +70,12 @@ def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario
         if step >= plan.n_steps:
             return
         last = max(step, min(plan.step_at_or_after(now + interval + delay) - 1, plan.n_steps - 1))
-        wanted = _wanted(plan, fleet, clock, pool, policy, step, last)
+        # What inference wants, plus the GPUs jobs hold and the ones down or out of service
+        # here: the autoscaler never takes GPUs from under a running job, and counts working GPUs.
+        wanted = (_wanted(plan, fleet, clock, pool, policy, step, last) + int(fleet.failed[pool])
+                  + int(fleet.out_of_service[pool]))
+        if policy.policy != "scheduled":
+            wanted += max(int(fleet.training[pool]), int(fleet.training_floor[pool]))
         desired = min(max(math.ceil(wanted / node) * node, least), most)
         recent.append((now, desired))
         while recent[0][0] < now - policy.scale_down_cooldown - 1e-9:
@@ -95,13 +103,10 @@ def _wanted(plan: CompiledScenario, fleet: FleetState, clock, pool: int, policy,
     if policy.policy == "scheduled":
         return int(plan.pools[pool].scheduled_gpus[step:last + 1].max())
     if policy.policy == "reactive":
-        return _sized(plan, fleet, pool, clock.requests_at(step), policy.target_utilization)
-    scale = 1.0 + policy.margin
-    return max(_sized(plan, fleet, pool, clock.forecast_at(s, step) * scale, policy.target_utilization)
-               for s in range(step, last + 1))
-
-
-def _sized(plan: CompiledScenario, fleet: FleetState, pool: int, requests, target: float) -> int:
-    return int(gpus_wanted_on(pool, requests, target, plan.capacity_per_step, plan.gpus_per_replica,
-                              plan.preferences, plan.api_mode, fleet.installed, fleet.failed, fleet.out_of_service,
-                              fleet.training, fleet.training_floor, plan.preempt))
+        rows = clock.requests_at(step)[None, :]
+    else:
+        rows = clock.forecast_rows(step, last) * (1.0 + policy.margin)
+    return int(most_gpus_wanted_on(pool, rows, policy.target_utilization, plan.capacity_per_step,
+                                   plan.gpus_per_replica, plan.preferences, plan.api_mode, fleet.installed,
+                                   fleet.failed, fleet.out_of_service, fleet.training, fleet.training_floor,
+                                   plan.preempt))
