@@ -9,6 +9,8 @@ over every path, so it is weighted by revenue).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
@@ -74,21 +76,23 @@ def path_statements(pnl: pd.DataFrame) -> pd.DataFrame:
 def statements(pnl: pd.DataFrame) -> pd.DataFrame:
     """One row per (period kind, period, line): ``mean, p10, p50, p90`` across paths."""
     per_path = path_statements(pnl)
+    lines = statement_lines(pnl)
+    columns = [column for column, _, _ in lines]
     rows = []
     for (kind, period), group in per_path.groupby(["period_kind", "period"], sort=False):
-        for column, label, line_kind in statement_lines(pnl):
-            values = group[column].to_numpy(dtype=float)
-            finite = values[np.isfinite(values)]
-            if line_kind == "ratio":
-                revenue = group["revenue_usd"].sum()
-                with np.errstate(over="ignore", divide="ignore", invalid="ignore"):  # a vanishing revenue: ±inf
-                    mean = 100.0 * group["gross_margin_usd"].sum() / revenue if revenue > 0 else np.nan
-            else:
-                mean = float(finite.mean()) if len(finite) else np.nan
-            quantiles = {name: float(np.quantile(finite, q)) if len(finite) else np.nan
-                         for name, q in QUANTILES.items()}
-            rows.append({"period_kind": kind, "period": period, "line": column, "label": label,
-                         "kind": line_kind, "mean": mean, **quantiles})
+        values = group[columns].to_numpy(dtype=float)  # paths × lines
+        values[~np.isfinite(values)] = np.nan
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a line with no finite value: NaN
+            quantiles = np.nanquantile(values, list(QUANTILES.values()), axis=0)
+            means = np.nanmean(values, axis=0)
+            revenue = group["revenue_usd"].sum()
+            # A margin's mean is the ratio of the sums (a vanishing revenue gives ±inf).
+            ratio_mean = 100.0 * group["gross_margin_usd"].sum() / revenue if revenue > 0 else np.nan
+        for j, (column, label, line_kind) in enumerate(lines):
+            rows.append({"period_kind": kind, "period": period, "line": column, "label": label, "kind": line_kind,
+                         "mean": ratio_mean if line_kind == "ratio" else float(means[j]),
+                         **{name: float(quantiles[i, j]) for i, name in enumerate(QUANTILES)}})
     return pd.DataFrame(rows)  # months, then quarters, then years; periods in order; lines in order
 
 
