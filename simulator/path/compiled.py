@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from simulator.demand import expected_counts, expected_level_counts
+from simulator.path.hourly import hourly_per_step
 from simulator.path.streams import stream_key
 from simulator.path.training.plan import training_jobs, training_streams
 from simulator.scenario import Scenario, ScenarioError
@@ -327,7 +328,7 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
         max_count=max_count,
         min_count=min_count,
         scheduled_gpus=None if autoscale is None or autoscale.schedule is None
-        else scheduled_per_step(autoscale.schedule, horizon),
+        else hourly_per_step(autoscale.schedule, horizon),
         provisioning_delay_s=acquisition.provisioning_delay if isinstance(acquisition, OnDemand) else 0.0,
         reserved_start_s=0.0 if start == np.inf else start,
         reserved_end_s=end,
@@ -336,21 +337,6 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
         procurement=pool.procurement,
         site_kw_per_gpu=scenario.site_kw_per_gpu(pool.gpu) if pool.owned else 0.0,
     )
-
-
-def scheduled_per_step(schedule: list[int], horizon) -> np.ndarray:
-    """GPUs a daily (24) or weekly (168, from Monday 00:00) schedule by UTC hour holds in each
-    step: the most of the hours the step overlaps."""
-    times = horizon.times()
-    seconds = (times.day_of_week * 86_400 + times.hour * 3600 + times.minute * 60 + times.second).to_numpy()
-    first = seconds // 3600
-    last = np.ceil((seconds + horizon.step_s) / 3600.0 - 1e-9).astype(np.int64) - 1
-    values = np.asarray(schedule, dtype=np.int64)
-    out = values[first % len(values)]
-    for extra in range(1, min(int((last - first).max(initial=0)), len(values) - 1) + 1):
-        overlaps = last - first >= extra
-        out = np.where(overlaps, np.maximum(out, values[(first + extra) % len(values)]), out)
-    return out
 
 
 def _api_mode(model) -> int:

@@ -151,6 +151,24 @@ def open_to_inference(installed, failed, out_of_service, training, training_floo
 
 
 @njit(cache=True)
+def _placement(requests, row, unbounded, capacity_per_step, gpus_per_replica, preferences, api_mode, installed, failed,
+               out_of_service, training, training_floor, preempt):
+    """Place ``requests[row]`` with the fleet as it is now (pool ``unbounded``, if ≥ 0, without
+    limit); return the GPUs placed per pool and the replicas and load per (model, slot)."""
+    free = np.empty(installed.shape[0], dtype=np.int64)
+    inference = np.zeros(installed.shape[0], dtype=np.int64)
+    taken = np.zeros(preferences.shape, dtype=np.int64)
+    load = np.zeros(preferences.shape, dtype=np.float64)
+    unplaced = np.zeros(preferences.shape[0], dtype=np.float64)
+    open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
+    if unbounded >= 0:
+        free[unbounded] = 1 << 50
+    place_replicas(requests, row, capacity_per_step, gpus_per_replica, preferences, api_mode, free, inference,
+                   taken, load, unplaced)
+    return inference, taken, load
+
+
+@njit(cache=True)
 def inference_gpus(requests, capacity_per_step, gpus_per_replica, preferences, api_mode, installed, failed,
                    out_of_service, training, training_floor, preempt):
     """GPUs per pool inference places for one step's ``requests`` with the fleet as it is now.
@@ -158,15 +176,8 @@ def inference_gpus(requests, capacity_per_step, gpus_per_replica, preferences, a
     What training may start on (``available − held − this``) and what a ``preempt`` pool's
     jobs must yield (``this − (available − held)``, when positive) are read from it.
     """
-    n_pools = installed.shape[0]
-    free = np.empty(n_pools, dtype=np.int64)
-    inference = np.zeros(n_pools, dtype=np.int64)
-    taken = np.zeros(preferences.shape, dtype=np.int64)
-    load = np.zeros(preferences.shape, dtype=np.float64)
-    unplaced = np.zeros(preferences.shape[0], dtype=np.float64)
-    open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
-    place_replicas(requests.reshape(1, -1), 0, capacity_per_step, gpus_per_replica, preferences, api_mode, free,
-                   inference, taken, load, unplaced)
+    inference, _, _ = _placement(requests.reshape(1, -1), 0, -1, capacity_per_step, gpus_per_replica, preferences,
+                                 api_mode, installed, failed, out_of_service, training, training_floor, preempt)
     return inference
 
 
@@ -177,20 +188,10 @@ def most_gpus_wanted_on(pool, requests, target_utilization, capacity_per_step, g
     each, place every model as the fleet stands but with ``pool`` unbounded, then size each
     model's replicas there for the load they take at ``target_utilization`` (whole replicas,
     in this pool's shape for the model)."""
-    n_pools = installed.shape[0]
-    free = np.empty(n_pools, dtype=np.int64)
-    inference = np.zeros(n_pools, dtype=np.int64)
-    taken = np.zeros(preferences.shape, dtype=np.int64)
-    load = np.zeros(preferences.shape, dtype=np.float64)
-    unplaced = np.zeros(preferences.shape[0], dtype=np.float64)
     most = 0
     for row in range(requests.shape[0]):
-        open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
-        free[pool] = 1 << 50
-        for p in range(n_pools):
-            inference[p] = 0
-        place_replicas(requests, row, capacity_per_step, gpus_per_replica, preferences, api_mode, free, inference,
-                       taken, load, unplaced)
+        _, taken, load = _placement(requests, row, pool, capacity_per_step, gpus_per_replica, preferences, api_mode,
+                                    installed, failed, out_of_service, training, training_floor, preempt)
         wanted = 0
         for m in range(preferences.shape[0]):
             for j in range(preferences.shape[1]):
