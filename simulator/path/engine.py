@@ -172,22 +172,14 @@ class StepClock:
         return self.demand[min(step, self.plan.n_steps - 1)]
 
     def forecast_rows(self, first: int, last: int) -> np.ndarray:
-        """Expected requests of every model in steps ``first..last`` as known at ``first`` (see
-        :meth:`forecast_at`), one row per step."""
+        """Expected requests of every model in steps ``first..last``, one row per step, as known
+        at ``first``: the scenario's pattern times the day-to-day level seen then (a
+        persistence forecast)."""
         rows = self.expected[first:min(last, self.plan.n_steps - 1) + 1]
         if self.level is None:
             return rows.copy()
         seen = min(first, self.plan.n_steps - 1)
         return rows * np.array([lv if np.isscalar(lv) else lv[seen] for lv in self.level])
-
-    def forecast_at(self, step: int, now_step: int) -> np.ndarray:
-        """Expected requests of every model in ``step``, as known at ``now_step``: the scenario's
-        pattern times the day-to-day level seen then (a persistence forecast)."""
-        step = min(step, self.plan.n_steps - 1)
-        if self.level is None:
-            return self.expected[step]
-        seen = min(now_step, self.plan.n_steps - 1)
-        return self.expected[step] * np.array([lv if np.isscalar(lv) else lv[seen] for lv in self.level])
 
 
 def _output_array(shape: tuple[int, ...]) -> np.ndarray:
