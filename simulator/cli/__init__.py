@@ -14,7 +14,13 @@ __all__ = ["main"]
 
 def __getattr__(name: str) -> Any:
     if name == "main":
-        from simulator.cli import fit_command, report_commands, run_commands, serving_command  # noqa: F401 - register
+        from simulator.cli import (  # noqa: F401 - register
+            fit_command,
+            plan_command,
+            report_commands,
+            run_commands,
+            serving_command,
+        )
         from simulator.cli.app import main
 
         globals()["main"] = main

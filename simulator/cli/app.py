@@ -23,7 +23,7 @@ from rich.console import Console
 from simulator.errors import InputError, RunFailedError
 
 console = Console()
-errors = Console(stderr=True)
+errors = Console(stderr=True, emoji=False)
 
 
 class _Terminated(KeyboardInterrupt):

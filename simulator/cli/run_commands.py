@@ -1,4 +1,4 @@
-"""``fleetcast validate``, ``run``, ``sweep``, ``sensitivity`` and ``plan``: thin commands over
+"""``fleetcast validate``, ``run``, ``sweep`` and ``sensitivity``: thin commands over
 the library (load the scenario, call the room that does the work, print a table).
 """
 
@@ -255,51 +255,3 @@ def _variance_sensitivity(base, directory: Path, samples: int | None, seed: int 
                                           for c in ("first_order", "total")))
     console.print(view)
     console.print(f"wrote {directory}/ (sobol.png)", markup=False, highlight=False)
-
-
-@main.command(name="plan")
-@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--action", "actions", multiple=True, required=True, metavar="NAME=POOL@DATE:STEP:MAX",
-              help="A candidate: add STEP-sized batches (up to MAX) of GPUs to POOL from DATE (repeatable).")
-@click.option("--target", type=click.FloatRange(0, 1), default=0.1, show_default=True,
-              help="Highest acceptable probability of any shortfall over the horizon.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), help="Directory (default outputs/<name>-plan/).")
-@click.option("--paths", type=click.IntRange(min=1), help="Paths per candidate (default: the scenario's).")
-@click.option("--seed", type=click.IntRange(min=0), help="Root seed of the search.")
-@click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
-@click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-def plan_command(scenario: Path, actions, target: float, out, paths, seed, overrides, quiet: bool) -> None:
-    """Find the cheapest combination of candidate purchases that meets a shortfall-risk target."""
-    from simulator.decisions.planner import apply_actions, parse_action, plan, save_plan
-    from simulator.output import check_output_directory
-    from simulator.runs.montecarlo import simulate
-    from simulator.serving.resolve import load_scenario
-
-    base = load_scenario(scenario, overrides)
-    directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-plan"
-    check_output_directory(directory)
-    candidates = [parse_action(text) for text in actions]
-    search_seed = base.seed if seed is None else seed
-
-    def evaluate(point):
-        summary = simulate(point.model_copy(update={"variants": {}}), paths=paths, seed=search_seed).summary
-        return summary["first_shortfall_time"]["probability"], summary["quantiles"]["cost_usd"]["p50"]
-
-    result = plan(base.model_copy(update={"variants": {}}), candidates, target, evaluate)
-    planned = apply_actions(base.model_copy(update={"variants": {}}), candidates, result.quantities)
-    check = simulate(planned, paths=paths, seed=search_seed + 1_000_003)
-    save_plan(directory, check, result, target)
-    if not quiet:
-        fresh = check.summary["first_shortfall_time"]["probability"]
-        met = result.risk <= target and fresh <= target
-        title = f"{base.name}: cheapest plan for P(shortfall) <= {target:g}" if met else (
-            f"{base.name}: TARGET NOT MET (P(shortfall) <= {target:g}); the best found")
-        view = Table(title=title, show_header=False)
-        for action in candidates:
-            view.add_row(action.name, f"{result.quantities[action.name]:,} GPUs to {action.pool} from {action.at}")
-        view.add_row("P(shortfall), search seeds", f"{result.risk:.1%}")
-        view.add_row("P(shortfall), fresh seeds", f"{fresh:.1%}")
-        view.add_row("total cost P50", f"${result.cost_usd:,.0f}")
-        view.add_row("plans simulated", str(result.evaluations))
-        console.print(view)
-        console.print(f"wrote {directory}/", markup=False, highlight=False)

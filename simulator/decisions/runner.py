@@ -85,3 +85,28 @@ def progress_bar(description: str, total: int | None = None, show: bool = True) 
     with progress:
         task = progress.add_task(description, total=total)
         yield lambda done, total: progress.update(task, completed=done, total=total)
+
+
+@contextlib.contextmanager
+def stage_progress_bar(show: bool = True) -> Iterator[Callable[[str, int, int], None]]:
+    """One progress bar on stderr over a series of simulations: ``progress(stage, done,
+    total)`` names the simulation running and counts its paths; each new stage starts the
+    bar again and counts one more simulation."""
+    progress = Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        transient=True,
+        disable=not show,
+    )
+    stages: list[str] = []
+    with progress:
+        task = progress.add_task("starting", total=None)
+
+        def update(stage: str, done: int, total: int) -> None:
+            if not stages or stages[-1] != stage:
+                stages.append(stage)
+            progress.update(task, description=f"simulation {len(stages)}: {stage}", completed=done, total=total)
+
+        yield update

@@ -24,6 +24,7 @@ from simulator.path.compiled import CompiledScenario
 from simulator.path.engine import PathResult
 from simulator.path.tables import jobs_table, models_table, pools_table, timeseries_table
 from simulator.runs.bands import path_series
+from simulator.runs.need import path_need
 from simulator.runs.periods import path_periods
 from simulator.runs.shortfall import short_steps
 from simulator.runs.summary import COMMITMENT_AFTER_HORIZON, path_totals
@@ -68,10 +69,13 @@ class PathDigest:
     periods: pd.DataFrame | None = None
     tables: PathTables | None = None
     unit: pd.DataFrame | None = None  # unit economics sums per (month, model)
+    need: np.ndarray | None = None  # (models, slots): GPUs lacked per planning slot (the planner asks)
 
 
-def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool) -> PathDigest:
-    """Tabulate one path and reduce it; the full tables travel only when ``keep``."""
+def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool,
+                need: bool = False) -> PathDigest:
+    """Tabulate one path and reduce it; the full tables travel only when ``keep``, the GPUs
+    lacked per slot (:mod:`simulator.runs.need`) only when ``need``."""
     times = scenario.horizon.times()
     timeseries = path_timeseries(result, scenario, plan)
     jobs = jobs_table([result], scenario.horizon.start, plan)
@@ -92,6 +96,7 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         tables=tables,
         unit=path_unit_economics(result.path, _unit_arrays(result.model_out), times, scenario,
                                  scenario.horizon.step_s),
+        need=path_need(result.model_out, scenario.shortfall, scenario.horizon) if need else None,
     )
 
 

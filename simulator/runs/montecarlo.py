@@ -48,6 +48,7 @@ def simulate(
     progress: ProgressCallback | None = None,
     keep_paths: int | None = DEFAULT_KEEP_PATHS,
     precision: Precision | None = None,
+    need: bool = False,
 ) -> Results:
     """Simulate a scenario over Monte Carlo paths.
 
@@ -66,6 +67,8 @@ def simulate(
             P&L, inputs and the summary always cover every path.
         precision: the targets of an auto run (default: :data:`~simulator.runs.adaptive.
             DEFAULT_TARGETS`, up to 5,000 paths); giving it makes the run auto.
+        need: also gather each path's GPUs lacked per model and day (``Results.need``,
+            :mod:`simulator.runs.need`), as the planner does.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -92,7 +95,7 @@ def simulate(
             f"need about {estimate_run(scenario, most, kept, local).memory_bytes / 1e9:,.1f} GB, more "
             f"than the {memory_limit_bytes() / 1e9:,.1f} GB available"), stacklevel=2)
     plan = compile_scenario(scenario)
-    task = PathTask(scenario, plan, kept)
+    task = PathTask(scenario, plan, kept, need)
     aggregator = RunAggregator(scenario, scenario.paths, keep_paths)
     auto: dict[str, Any] | None = None
     try:
@@ -139,15 +142,17 @@ class PathTask:
     """What a worker needs to simulate any path of a run and reduce it (picklable); paths
     below ``keep`` send their full tables back too."""
 
-    def __init__(self, scenario: Scenario, plan: CompiledScenario, keep: int = 0) -> None:
+    def __init__(self, scenario: Scenario, plan: CompiledScenario, keep: int = 0, need: bool = False) -> None:
         self.scenario = scenario
         self.plan = plan
         self.keep = keep
+        self.need = need
         self.uncertain_data = scenario.model_dump(mode="json") if scenario.uncertain else None
 
     def __call__(self, seed: int, path: int) -> PathDigest:
         if self.uncertain_data is None:
-            return digest_path(run_path(self.plan, seed, path), self.scenario, self.plan, path < self.keep)
+            return digest_path(run_path(self.plan, seed, path), self.scenario, self.plan, path < self.keep,
+                               self.need)
         data, drawn = draw_inputs(self.uncertain_data, seed, path)
         try:
             scenario = load_scenario(data)
@@ -159,7 +164,7 @@ class PathTask:
         plan = compile_scenario(scenario)
         result = run_path(plan, seed, path)
         result.inputs = drawn
-        return digest_path(result, scenario, plan, path < self.keep)
+        return digest_path(result, scenario, plan, path < self.keep, self.need)
 
 
 def draw_inputs(data: dict[str, Any], seed: int, path: int) -> tuple[dict[str, Any], dict[str, float]]:

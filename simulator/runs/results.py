@@ -66,6 +66,7 @@ class RunAggregator:
         self.inputs: dict[int, dict[str, float]] = {}
         self.training: dict[int, TrainingDigest] = {}
         self.kept: dict[int, Any] = {}
+        self.need: dict[int, np.ndarray] = {}
         self._period_rows: list[pd.DataFrame] = []
         self._period_pending: list[pd.DataFrame] = []
         self._pnl_chunks: list[pd.DataFrame] = []
@@ -92,6 +93,8 @@ class RunAggregator:
             self.training[path] = digest.training
         if digest.tables is not None:
             self.kept[path] = digest.tables
+        if digest.need is not None:
+            self.need[path] = digest.need
         if digest.periods is not None:
             self._period_pending.append(digest.periods)
             if len(self._period_pending) >= _PNL_CHUNK:  # few frames, not one per path
@@ -148,7 +151,7 @@ class RunAggregator:
                     entry["inputs"] = {key: float(drawn[key]) for key in scenario.uncertain}
             summary["kept_paths"] = self.keep
             kept = [self.kept[path] for path in sorted(self.kept)]
-            return Results(
+            results = Results(
                 scenario,
                 timeseries=_concat([t.timeseries for t in kept]),
                 pools=_concat([t.pools for t in kept]),
@@ -163,6 +166,9 @@ class RunAggregator:
                 bands=bands,
                 summary=summary,
             )
+            if self.need:
+                results.need = np.stack([self.need[path] for path in sorted(self.need)])
+            return results
         finally:
             self.close()
 
@@ -223,6 +229,8 @@ class Results:
         #: Every path: per-step mean and quantiles, one row per (time, metric).
         self.bands = bands
         self.summary = summary
+        #: Asked for (``simulate(need=True)``): GPUs each path lacked, ``(paths, models, slots)``.
+        self.need: np.ndarray | None = None
 
     @property
     def kept_paths(self) -> int:

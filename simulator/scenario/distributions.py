@@ -1,6 +1,7 @@
 """Distributions of durations (lead-time slips, repair times), with their theory.
 
-Each knows its mean, so tests can compare samples against it, and each has a deterministic
+Each knows its mean and its ``quantile(q)`` (the planner times orders by a slip's
+quantile), so tests can compare samples against it, and each has a deterministic
 special case (``fixed``) so that a test can compute the answer by hand. Values are written
 in readable units (``{dist: exponential, mean: 4h}``) and held in seconds.
 """
@@ -8,6 +9,7 @@ in readable units (``{dist: exponential, mean: 4h}``) and held in seconds.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Annotated, Literal
 
 import numpy as np
@@ -31,6 +33,9 @@ class FixedDuration(Frozen):
     def sample(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray | float:
         return self.value if size is None else np.full(size, self.value)
 
+    def quantile(self, q: float) -> float:
+        return self.value
+
 
 class ExponentialDuration(Frozen):
     """Memoryless, with the given ``mean``."""
@@ -40,6 +45,9 @@ class ExponentialDuration(Frozen):
 
     def sample(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray | float:
         return rng.exponential(self.mean, size)
+
+    def quantile(self, q: float) -> float:
+        return -self.mean * math.log1p(-q) if q < 1 else math.inf
 
 
 class UniformDuration(Frozen):
@@ -61,6 +69,9 @@ class UniformDuration(Frozen):
 
     def sample(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray | float:
         return rng.uniform(self.low, self.high, size)
+
+    def quantile(self, q: float) -> float:
+        return self.low + q * (self.high - self.low)
 
 
 class LognormalDuration(Frozen):
@@ -86,6 +97,11 @@ class LognormalDuration(Frozen):
 
     def sample(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray | float:
         return rng.lognormal(math.log(self.median), self.sigma, size)
+
+    def quantile(self, q: float) -> float:
+        if q <= 0 or q >= 1:
+            return 0.0 if q <= 0 else math.inf
+        return self.median * math.exp(self.sigma * NormalDist().inv_cdf(q))
 
 
 DurationDistribution = Annotated[

@@ -16,6 +16,7 @@ from simulator.scenario.correlation import copula_factor
 from simulator.scenario.demand import PiecewiseGrowth
 from simulator.scenario.errors import ScenarioError
 from simulator.scenario.fleet import OnDemand, Owned, Reserved
+from simulator.scenario.plan import check_plan_orders
 from simulator.scenario.scenario import Scenario
 from simulator.scenario.served import ServedModel
 from simulator.scenario.training import LaunchAfter
@@ -81,6 +82,8 @@ def check_references(scenario: Scenario) -> None:
                                 f"unknown training job {start.after_job!r}; jobs: {known}")
         _check_replica_serving(model, index)
     _check_uncertain(scenario)
+    if scenario.plan is not None:
+        check_plan_orders(scenario.plan.orders, pools)
 
 
 def _check_uncertain(scenario: Scenario) -> None:

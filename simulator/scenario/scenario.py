@@ -30,6 +30,7 @@ from simulator.scenario.economics import (
 )
 from simulator.scenario.fleet import Failures, Fleet, Power
 from simulator.scenario.horizon import Horizon
+from simulator.scenario.plan import PlanSettings
 from simulator.scenario.served import ServedModel
 from simulator.scenario.shortfall import Shortfall
 from simulator.scenario.training import Training
@@ -78,6 +79,7 @@ class Scenario(Frozen):
         description="Correlated inputs fixed by an override (a variant, --set): their draws still mix into "
         "their partners', so the partners draw on each path what they draw without the override",
     )
+    plan: PlanSettings | None = Field(default=None, description="What `fleetcast plan` may order, and its risk target")
     variants: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="Named alternatives: field overrides as {'fleet.pools[0].count': 512}",

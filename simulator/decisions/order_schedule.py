@@ -1,0 +1,221 @@
+"""The cheapest order schedule that covers a need, as a small mixed-integer program (HiGHS).
+
+Given, for each model and planning slot (a day), the GPUs that must be added to it (``need``,
+counted in the shape of the model's first-choice pool), and order candidates (owned
+purchases, reserved commitments, on-demand rentals), choose whole orders:
+
+- ``x[c, d]``: orders of ``step`` GPUs placed on review date ``d`` (owned, reserved);
+- ``x[c, mo]``: ``step``-GPU rentals held through calendar month ``mo`` (on-demand);
+- ``y[c, m, t]`` ≥ 0: candidate ``c``'s GPUs given to model ``m`` in slot ``t`` (a pool may
+  serve several models; one of its GPUs counts ``eff[c, m]`` GPUs of the model's need);
+- ``s[m, t]`` ≥ 0: need left uncovered.
+
+An owned order placed at ``d`` is in service from ``d + lead + slip quantile`` (the quantile
+at the risk the slot's period allows for delivery); a reservation from ``d + lead`` to the end
+of its term; a rental in its month (from ``lead`` in the first). Subject to
+
+    Σ_c eff[c, m] · y[c, m, t] + s[m, t] ≥ need[m, t]            every model and slot with a need
+    Σ_m y[c, m, t] ≤ step_c · Σ (orders of c in service at t)   every candidate and slot
+    Σ_d x[c, d] ≤ max_c / step_c  (owned, reserved);  x[c, mo] ≤ max_c / step_c  (rentals)
+    Σ cost · x ≤ budget                                           when a budget is given
+
+the program is solved twice: first for the least uncovered need (``Σ s``: zero when the need
+can be met), then for the least cost keeping that coverage. So the result is the exact optimum
+of the model; what cannot be covered (orders too late, candidates at their maximum, the budget)
+is left in ``s`` and reported. The cost of an order is all it commits, in the horizon or after:
+an owned GPU's price (depreciation inside the horizon plus the book value left at its end) and
+its facility and energy while installed; a reservation's whole term; a rental's month.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse import coo_matrix
+
+_EPS = 1e-6
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One pool the planner may order for (see :mod:`simulator.scenario.plan`)."""
+
+    pool: str
+    kind: str  # "owned" | "reserved" | "on_demand"
+    step: int
+    max: int
+    lead_s: float
+    slip: object | None  # a DurationDistribution, owned only
+    eff: np.ndarray  # (models,): GPUs of each model's need one GPU of the pool covers (0: it does not serve it)
+    price_usd: float  # owned: purchase price per GPU
+    usd_per_gpu_s: float  # owned: facility and energy while installed; rented, reserved: the rent
+    reserve_end_s: np.ndarray | None = None  # reserved: end of a term starting at each review date + lead
+    life_s: float = np.inf  # owned: straight-line depreciation life
+
+    def slip_quantile(self, q: float) -> float:
+        return 0.0 if self.slip is None else float(self.slip.quantile(q))
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Where the schedule lives: planning slots, review dates, calendar months."""
+
+    slot_start_s: np.ndarray  # (slots,)
+    slot_end_s: np.ndarray
+    period_of_slot: np.ndarray  # int (slots,): index of the slot's target period
+    month_of_slot: np.ndarray  # int (slots,): index of the slot's calendar month
+    month_start_s: np.ndarray  # (months,)
+    month_end_s: np.ndarray
+    order_s: np.ndarray  # (dates,): review dates, seconds from the start
+    horizon_s: float
+
+
+@dataclass
+class Schedule:
+    """The orders chosen: per candidate, ``(date or month index, orders)`` pairs."""
+
+    orders: dict[str, list[tuple[int, int]]]
+    cost_usd: float
+    uncovered: np.ndarray  # (models, slots): need left uncovered
+    status: str
+
+    def gpus(self, candidate: Candidate) -> int:
+        return sum(n for _, n in self.orders.get(candidate.pool, [])) * candidate.step
+
+
+def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_level: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The candidate's order variables: their index (review date or month), their cost per
+    order, and a boolean (variables, slots) of when each is in service, for ``slots``."""
+    starts, ends = grid.slot_start_s[slots], grid.slot_end_s[slots]
+    if candidate.kind == "on_demand":
+        months = np.arange(len(grid.month_start_s))
+        begin = np.maximum(grid.month_start_s, candidate.lead_s)
+        hours = np.maximum(grid.month_end_s - begin, 0.0)
+        cost = candidate.step * candidate.usd_per_gpu_s * hours
+        serving = (grid.month_of_slot[slots][None, :] == months[:, None]) & (starts[None, :] >= begin[:, None] - _EPS)
+        return months, cost, serving
+    dates = np.arange(len(grid.order_s))
+    if candidate.kind == "reserved":
+        begin = grid.order_s + candidate.lead_s
+        cost = candidate.step * candidate.usd_per_gpu_s * (candidate.reserve_end_s - begin)
+        serving = (begin[:, None] <= starts[None, :] + _EPS) & (candidate.reserve_end_s[:, None] >= ends[None, :] - _EPS)
+        return dates, cost, serving
+    slip = np.array([candidate.slip_quantile(q) for q in delivery_level])[grid.period_of_slot[slots]]
+    arrival = grid.order_s[:, None] + candidate.lead_s + slip[None, :]
+    serving = arrival <= starts[None, :] + _EPS
+    median = grid.order_s + candidate.lead_s + candidate.slip_quantile(0.5)
+    cost = candidate.step * (candidate.price_usd + candidate.usd_per_gpu_s * np.maximum(grid.horizon_s - median, 0.0))
+    # Orders that serve the same slots: only the latest is worth placing (it costs the least).
+    count = serving.sum(axis=1)
+    keep = (count > 0) & (count > np.append(count[1:], -1))
+    return dates[keep], cost[keep], serving[keep]
+
+
+def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray, delivery_level: np.ndarray,
+                      budget_usd: float | None = None, time_limit_s: float = 60.0) -> Schedule:
+    """The cheapest whole-order schedule covering ``need`` ``(models, slots)`` as far as it can
+    be covered (see the module docstring). ``delivery_level[p]``: the slip quantile that
+    times deliveries for slots of period ``p``."""
+    n_models, _ = need.shape
+    slots = np.flatnonzero((need > _EPS).any(axis=0))
+    uncovered = np.zeros_like(need, dtype=np.float64)
+    empty = {c.pool: [] for c in candidates}
+    if not len(slots):
+        return Schedule(empty, 0.0, uncovered, "nothing needed")
+    needing = [m for m in range(n_models) if (need[m, slots] > _EPS).any()]
+    n_t = len(slots)
+    columns: list[tuple[str, int, object]] = []  # (kind of variable, candidate index, payload)
+    costs, upper, integral = [], [], []
+    rows, cols, vals, lower_b, upper_b = [], [], [], [], []
+    n_rows = 0
+
+    def add_var(kind, c, payload, cost, ub, integer):
+        columns.append((kind, c, payload))
+        costs.append(cost)
+        upper.append(ub)
+        integral.append(1 if integer else 0)
+        return len(columns) - 1
+
+    order_vars: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+    for c, candidate in enumerate(candidates):
+        index, cost, serving = in_service(candidate, grid, slots, delivery_level)
+        most = candidate.max // candidate.step
+        ids = np.array([add_var("order", c, int(i), float(k), most, True) for i, k in zip(index, cost, strict=True)],
+                       dtype=np.int64)
+        order_vars.append((ids, index, cost, serving))
+    y = {}
+    for c, candidate in enumerate(candidates):
+        for m in needing:
+            if candidate.eff[m] > 0:
+                y[c, m] = np.array([add_var("y", c, (m, t), 0.0, np.inf, False) for t in range(n_t)], dtype=np.int64)
+    slack = {m: np.array([add_var("slack", -1, (m, t), 0.0, np.inf, False) for t in range(n_t)], dtype=np.int64)
+             for m in needing}
+    # Coverage of each model's need.
+    for m in needing:
+        for t in range(n_t):
+            if need[m, slots[t]] <= _EPS:
+                continue
+            for c, candidate in enumerate(candidates):
+                if (c, m) in y:
+                    rows.append(n_rows), cols.append(y[c, m][t]), vals.append(float(candidate.eff[m]))
+            rows.append(n_rows), cols.append(slack[m][t]), vals.append(1.0)
+            lower_b.append(float(need[m, slots[t]])), upper_b.append(np.inf)
+            n_rows += 1
+    # Each candidate gives no more than its orders in service.
+    for c, candidate in enumerate(candidates):
+        ids, _, _, serving = order_vars[c]
+        givers = [y[c, m] for m in needing if (c, m) in y]
+        if not givers:
+            continue
+        for t in range(n_t):
+            for given in givers:
+                rows.append(n_rows), cols.append(given[t]), vals.append(1.0)
+            active = ids[serving[:, t]]
+            rows.extend([n_rows] * len(active)), cols.extend(active.tolist())
+            vals.extend([-float(candidate.step)] * len(active))
+            lower_b.append(-np.inf), upper_b.append(0.0)
+            n_rows += 1
+    # Owned and reserved: at most max GPUs ordered in all.
+    for c, candidate in enumerate(candidates):
+        ids = order_vars[c][0]
+        if candidate.kind != "on_demand" and len(ids):
+            rows.extend([n_rows] * len(ids)), cols.extend(ids.tolist()), vals.extend([1.0] * len(ids))
+            lower_b.append(-np.inf), upper_b.append(float(candidate.max // candidate.step))
+            n_rows += 1
+    cost_vec = np.array(costs)
+    if budget_usd is not None:
+        spend = np.flatnonzero(cost_vec)
+        rows.extend([n_rows] * len(spend)), cols.extend(spend.tolist()), vals.extend(cost_vec[spend].tolist())
+        lower_b.append(-np.inf), upper_b.append(float(budget_usd))
+        n_rows += 1
+    n_vars = len(columns)
+    matrix = coo_matrix((vals, (rows, cols)), shape=(n_rows, n_vars)).tocsr()
+    constraints = [LinearConstraint(matrix, np.array(lower_b), np.array(upper_b))]
+    bounds = Bounds(np.zeros(n_vars), np.array(upper, dtype=np.float64))
+    is_slack = np.array([kind == "slack" for kind, _, _ in columns])
+    options = {"time_limit": time_limit_s, "mip_rel_gap": 1e-7}
+    first = milp(is_slack.astype(np.float64), constraints=constraints, bounds=bounds, integrality=integral,
+                 options=options)
+    if first.x is None:
+        raise RuntimeError(f"the order schedule could not be solved: {first.message}")
+    least = float(first.fun)
+    keep_coverage = LinearConstraint(is_slack.astype(np.float64)[None, :], -np.inf, least + _EPS * (1 + least))
+    second = milp(cost_vec, constraints=[*constraints, keep_coverage], bounds=bounds, integrality=integral,
+                  options=options)
+    result = second if second.x is not None else first
+    x = np.round(result.x[:len(columns)]).astype(np.int64)
+    chosen = {c.pool: [] for c in candidates}
+    for position, (kind, c, payload) in enumerate(columns):
+        if kind == "order" and x[position] > 0:
+            chosen[candidates[c].pool].append((payload, int(x[position])))
+        elif kind == "slack":
+            m, t = payload
+            uncovered[m, slots[t]] = max(0.0, float(result.x[position]))
+    spent = float(sum(cost_vec[i] * x[i] for i, (kind, _, _) in enumerate(columns) if kind == "order"))
+    return Schedule({pool: sorted(v) for pool, v in chosen.items()}, spent, uncovered, result.message)
+
+
+__all__ = ["Candidate", "Grid", "Schedule", "cheapest_schedule", "in_service"]

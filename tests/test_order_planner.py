@@ -1,0 +1,300 @@
+"""The order planner finds known optima: orders placed a lead time (and a slip quantile) before
+the need, a rented bridge until a purchase lands, reservations for the months they cover, and
+the months no order can reach reported as such.
+
+The scenarios are deterministic (``noise: none``, no failures, free energy and facility), so
+the need is known by hand: 8 GPUs serve 1 req/s each, and demand steps from 4 req/s to
+20 req/s, so 12 more GPUs are needed from the step on.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from click.testing import CliRunner
+
+import simulator
+from simulator.decisions.order_planner import covering_need, plan_orders
+from simulator.decisions.plan_output import plan_document
+from simulator.scenario.plan import PlanSettings
+from tests.helpers import base_scenario
+
+
+def _scenario(step_at: str = "150d", duration: str = "160d", until: str | None = None, **pool) -> dict:
+    data = base_scenario(horizon={"start": "2026-01-01", "duration": duration, "step": "1h"})
+    data["fleet"]["pools"][0]["acquisition"] = {"type": "owned", "price_usd": 30_000}
+    points = [{"at": "0d", "rps": 4}, {"at": step_at, "rps": 4}, {"at": step_at, "rps": 20}]
+    if until is not None:
+        points += [{"at": until, "rps": 20}, {"at": until, "rps": 4}]
+    data["models"][0]["demand"] = {"noise": "none", "input_tokens": 1000, "output_tokens": 200,
+                                   "growth": {"kind": "piecewise", "extrapolate": "hold", "points": points}}
+    data["fleet"]["pools"][0].update(pool)
+    return data
+
+
+def _plan(data: dict, orders: list[dict], paths: int = 2, **target):
+    settings = PlanSettings(orders=orders, target={"probability": 0.1, **target}, paths=paths, review_every="1d")
+    return plan_orders(simulator.load_scenario(data), settings, workers=1)
+
+
+def _day(offset_days: float) -> str:
+    return (pd.Timestamp("2026-01-01") + pd.Timedelta(days=offset_days)).strftime("%Y-%m-%d")
+
+
+def test_an_order_is_placed_one_lead_time_before_the_need_for_exactly_the_gpus_needed():
+    outcome = _plan(_scenario(), [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"}])
+    document = plan_document(outcome)
+    # Need from day 150 (2026-05-31); 120 days before is day 30 (2026-01-31); 12 GPUs = 3 orders of 4.
+    assert [(o["order_date"], o["count"], o["in_service"]["p50"]) for o in document["orders"]] == [
+        (_day(30), 12, _day(150))]
+    assert document["cost"]["orders_commit_usd"] == pytest.approx(12 * 30_000)  # no energy or facility cost
+    assert document["target_met"] and not document["unreachable"]
+    assert outcome.baseline.risk[4] == 1.0  # May runs short without the order...
+    assert outcome.search.risk.max() == 0.0 and outcome.fresh.risk.max() == 0.0  # ...and not with it
+    assert outcome.simulations == 3  # the fleet as it stands, one confirmation, fresh seeds
+
+
+def test_fewer_gpus_or_a_later_order_would_run_short():
+    # The optimum is tight: one order of 4 fewer, or the order one day later, leaves May short.
+    data = _scenario()
+    for count, at in ((8, "30d"), (12, "31d")):
+        data["fleet"]["pools"][0]["orders"] = [{"at": at, "count": count, "lead_time": "120d"}]
+        summary = simulator.simulate(data, paths=1, executor="serial").summary
+        assert summary["first_shortfall_time"]["probability"] == 1.0
+
+
+def test_a_slip_moves_the_order_earlier_by_its_quantile_at_the_target():
+    slip = {"dist": "uniform", "low": "0d", "high": "30d"}
+    outcome = _plan(_scenario(), [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d", "slip": slip}],
+                    paths=40, per="horizon")
+    # P(any shortfall) <= 10%: delivered by the slip's 90th percentile, 27 days: order on day
+    # 150 - 120 - 27 = 3 at the latest.
+    first = outcome.rounds[0]
+    assert first["repair"] == "the need quantile"
+    assert first["orders"] == [{"pool": "a", "count": 12, "at": _day(3)}]
+    # A repair, if the confirmation paths slip more than 10% of the time, can only move it earlier.
+    final = plan_document(outcome)["orders"]
+    assert len(final) == 1 and final[0]["count"] == 12 and final[0]["order_date"] <= _day(3)
+    assert outcome.search.risk[0] <= 0.1
+
+
+def test_a_month_no_order_can_reach_is_reported_and_the_rest_is_planned():
+    # Need from March 1; orders take 120 days, so nothing can be in service before May 1.
+    data = _scenario(step_at="2026-03-01", duration="200d")
+    outcome = _plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"}])
+    document = plan_document(outcome)
+    assert [row["period"] for row in document["unreachable"]] == ["2026-03", "2026-04"]
+    assert all("nothing ordered at the start can be in service before 2026-05-01" in row["reason"]
+               for row in document["unreachable"])
+    assert not document["target_met"]
+    assert [(o["order_date"], o["count"]) for o in document["orders"]] == [("2026-01-01", 12)]
+    risk = {row["period"]: row["planned"] for row in document["periods"]}
+    assert risk["2026-03"] == 1.0 and risk["2026-04"] == 1.0
+    assert all(risk[month] == 0.0 for month in ("2026-05", "2026-06", "2026-07"))
+
+
+def test_a_rented_bridge_until_the_purchase_lands():
+    # 12 GPUs needed from March 1 for the rest of the year. Renting costs $10/GPU-hour
+    # ($7,300 a GPU-month); a GPU costs $30,000, so renting from March to December ($72k a
+    # GPU) loses to buying; but a purchase lands on May 1 at the earliest: rent March and April.
+    data = _scenario(step_at="2026-03-01", duration="365d")
+    data["fleet"]["pools"].append({"name": "rented", "gpu": "H100", "count": 0,
+                                   "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 10.0}})
+    data["models"][0]["pools"] = ["a", "rented"]
+    outcome = _plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"},
+                           {"pool": "rented", "step": 4, "max": 16}])
+    document = plan_document(outcome)
+    orders = sorted((o["tier"], o["order_date"], o["count"], o["in_service"].get("p50") or
+                     o["in_service"]["until"]) for o in document["orders"])
+    assert orders == [("buy", "2026-01-01", 12, "2026-05-01"), ("rent", "2026-03-01", 12, "2026-05-01")]
+    rent = 12 * 10.0 * (31 + 30) * 24
+    assert document["cost"]["orders_commit_usd"] == pytest.approx(12 * 30_000 + rent)
+    assert document["target_met"] and outcome.fresh.risk.max() == 0.0
+
+
+def test_a_reservation_covers_the_months_it_is_needed():
+    # 12 GPUs needed in April, May and June only; a 3-month reservation at $2/GPU-hour
+    # starting April 1 covers them exactly (buying at $30,000 would cost more).
+    data = _scenario(step_at="2026-04-01", until="2026-07-01", duration="240d")
+    data["fleet"]["pools"].append({"name": "res", "gpu": "H100", "count": 0,
+                                   "acquisition": {"type": "reserved", "usd_per_gpu_hour": 2.0, "term": "3mo"}})
+    data["models"][0]["pools"] = ["a", "res"]
+    outcome = _plan(data, [{"pool": "res", "step": 4, "max": 64}])
+    document = plan_document(outcome)
+    assert [(o["tier"], o["order_date"], o["count"], o["in_service"]["from"], o["in_service"]["until"])
+            for o in document["orders"]] == [("reserve", "2026-04-01", 12, "2026-04-01", "2026-07-01")]
+    assert document["cost"]["orders_commit_usd"] == pytest.approx(12 * 2.0 * 91 * 24)
+    assert outcome.search.risk.max() == 0.0
+
+
+def test_a_budget_that_cannot_pay_for_the_need_is_named():
+    # 12 GPUs at $30,000 are needed from day 150; $250,000 buys 8 of them (2 orders of 4):
+    # the most need the budget covers, and the months from June stay short, for the budget.
+    settings = PlanSettings(orders=[{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"}],
+                            target={"probability": 0.1}, paths=2, review_every="1d", budget_usd=250_000)
+    outcome = plan_orders(simulator.load_scenario(_scenario(duration="200d")), settings, workers=1)
+    document = plan_document(outcome)
+    assert [(o["order_date"], o["count"]) for o in document["orders"]] == [(_day(30), 8)]
+    assert document["cost"]["orders_commit_usd"] == pytest.approx(240_000)
+    assert [row["period"] for row in document["unreachable"]] == ["2026-05", "2026-06", "2026-07"]
+    assert all("the budget ($250,000) is spent" in row["reason"] for row in document["unreachable"])
+
+
+def test_a_reservation_does_not_copy_its_pools_training_partition():
+    # The reserved pool keeps 8 GPUs for training; the 12 GPUs needed for inference in April to
+    # June are 12 reserved, not 12 plus a partition of 8 in every new commitment.
+    data = _scenario(step_at="2026-04-01", until="2026-07-01", duration="240d")
+    data["fleet"]["pools"].append({"name": "res", "gpu": "H100", "count": 8,
+                                   "training": {"mode": "dedicated", "partition_gpus": 8},
+                                   "acquisition": {"type": "reserved", "usd_per_gpu_hour": 2.0, "term": "3mo"}})
+    data["models"][0]["pools"] = ["a", "res"]
+    outcome = _plan(data, [{"pool": "res", "step": 4, "max": 64}])
+    assert [(o["count"], o["in_service"]["from"]) for o in plan_document(outcome)["orders"]] == [(12, "2026-04-01")]
+    assert [(p.name, p.count, p.training.partition_gpus) for p in outcome.scenario.fleet.pools][1:] == [
+        ("res", 8, 8), ("res+1", 12, 0)]
+    assert outcome.search.risk.max() == 0.0
+
+
+def test_rentals_cover_whole_calendar_months_when_the_horizon_starts_at_noon():
+    # Starting at 12:00, each day's slot runs from midnight to midnight, so the need of the
+    # first hours of February is February's, and a February rental covers it.
+    data = base_scenario(horizon={"start": "2026-01-01T12:00", "duration": "60d", "step": "1h"})
+    points = [{"at": "2026-01-01T12:00", "rps": 4}, {"at": "2026-01-10", "rps": 4}, {"at": "2026-01-10", "rps": 20},
+              {"at": "2026-02-01T06:00", "rps": 20}, {"at": "2026-02-01T06:00", "rps": 4}]
+    data["models"][0]["demand"] = {"noise": "none", "input_tokens": 1000, "output_tokens": 200,
+                                   "growth": {"kind": "piecewise", "extrapolate": "hold", "points": points}}
+    data["fleet"]["pools"].append({"name": "rented", "gpu": "H100", "count": 0,
+                                   "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 10.0}})
+    data["models"][0]["pools"] = ["a", "rented"]
+    outcome = _plan(data, [{"pool": "rented", "step": 4, "max": 16}])
+    document = plan_document(outcome)
+    assert [(o["count"], o["in_service"]["from"], o["in_service"]["until"]) for o in document["orders"]] == [
+        (12, "2026-01-01", "2026-03-01")]  # January (from its first hour) and February
+    assert document["target_met"] and outcome.search.risk.max() == 0.0
+    assert document["periods"][0]["start"] == "2026-01-01"
+
+
+def test_an_episode_material_only_across_models_is_a_need():
+    # Model 0 is short in hours 0-2, model 1 in hours 3-5: with min_duration 4h neither is
+    # material alone, but the step is short when any model is, so hours 0-5 are one material
+    # episode and every GPU missing in it is needed.
+    from simulator.path import kernels as K
+    from simulator.runs.need import path_need
+    from simulator.scenario.horizon import Horizon
+    from simulator.scenario.shortfall import Shortfall
+
+    out = np.zeros((24, 2, K.MODEL_COGS + 1))
+    out[:, :, K.MODEL_DEMAND] = 10.0
+    out[0:3, 0, K.MODEL_UNSERVED], out[0:3, 0, K.MODEL_SHORTFALL_GPUS] = 5.0, 4.0
+    out[3:6, 1, K.MODEL_UNSERVED], out[3:6, 1, K.MODEL_SHORTFALL_GPUS] = 5.0, 3.0
+    horizon = Horizon(start="2026-01-01", duration="24h", step="1h")
+    assert path_need(out, Shortfall(min_duration="4h"), horizon).tolist() == [[4.0], [3.0]]
+    # Alone, a 3-hour episode of one model is no need; a 4-hour one needs what stays missing.
+    out[3:6, 1, K.MODEL_UNSERVED] = 0.0
+    out[10:14, 0, K.MODEL_UNSERVED], out[10:14, 0, K.MODEL_SHORTFALL_GPUS] = 5.0, [2.0, 6.0, 6.0, 3.0]
+    assert path_need(out, Shortfall(min_duration="4h"), horizon).tolist() == [[2.0], [0.0]]
+
+
+def test_the_need_quantile_covers_the_period_jointly():
+    # 10 paths, one model, two days; 8 of the 10 paths must lack nothing on either day.
+    day1 = np.array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9], dtype=float)
+    day2 = np.array([9, 8, 0, 0, 0, 0, 0, 0, 0, 0], dtype=float)  # paths 0 and 1 peak on day 2
+    need = np.stack([day1, day2], axis=1)[:, None, :]
+    level, left = covering_need(need, np.array([0, 0]), np.array([0.2]))
+    # Each day's 80% quantile (8th of 10: 7 on day 1, 0 on day 2) covers only paths 2-7 on
+    # both days. The 9th of 10 (8 and 8) covers paths 1-8: path 0 (9 on day 2) and path 9
+    # (9 on day 1) are left, 20%.
+    assert level[0].tolist() == [8.0, 8.0]
+    assert left[0] == pytest.approx(0.2)
+    # With everything allowed (allowance 1) nothing is asked.
+    assert covering_need(need, np.array([0, 0]), np.array([1.0]))[0].max() == 0.0
+
+
+def _cli(tmp_path, *args):
+    from simulator.cli import main
+
+    path = tmp_path / "s.yaml"
+    if not path.exists():
+        path.write_text(yaml.safe_dump(_scenario(), sort_keys=False))
+    return CliRunner().invoke(main, ["plan", str(path), *args])
+
+
+def test_fleetcast_plan_writes_plan_json_and_the_plans_run(tmp_path):
+    out = tmp_path / "plan"
+    result = _cli(tmp_path, "--order", "a:4:64", "--paths", "2", "--review-every", "10d", "--out", str(out),
+                  "--no-report")
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "plan.json").read_text())
+    assert [(o["pool"], o["count"]) for o in document["orders"]] == [("a", 12)]
+    assert document["candidates"][0]["lead_time"] == "0s"  # the pool has no lead time: order at the need
+    assert document["orders"][0]["order_date"] == _day(150)  # a review date (every 10 days)
+    assert (out / "summary.json").exists() and (out / "timeseries.parquet").exists()
+    assert "buy" in result.output and "a (H100)" in result.output
+
+
+def test_the_plan_section_is_read_and_the_command_line_overrides_it(tmp_path):
+    data = _scenario()
+    data["plan"] = {"orders": [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"}],
+                    "target": {"probability": 0.05, "per": "quarter"}, "paths": 2, "review_every": "1d"}
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    out = tmp_path / "plan"
+    result = _cli(tmp_path, "--target", "0.2", "--out", str(out), "--no-report", "-q")
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "plan.json").read_text())
+    assert document["target"] == {"probability": 0.2, "per": "quarter"}
+    assert document["orders"][0]["order_date"] == _day(30)  # the section's 120-day lead time
+    # --order replaces the candidates and keeps the lead time the section gives the pool.
+    result = _cli(tmp_path, "--order", "a:12:12", "--out", str(out), "--no-report", "-q")
+    assert result.exit_code == 0, result.output
+    document = json.loads((out / "plan.json").read_text())
+    assert [(o["order_date"], o["count"]) for o in document["orders"]] == [(_day(30), 12)]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--order", "a:4"], "--order expects POOL:STEP:MAX"),
+    (["--order", "a:8:4"], "need 1 <= STEP <= MAX"),
+    (["--order", "nope:4:8"], "unknown pool 'nope'"),
+    ([], "nothing to plan"),
+    (["--order", "a:4:8", "--action", "x=a@0d:4:8"], "--action plans dated additions on their own"),
+])
+def test_bad_orders_exit_2_with_one_line(tmp_path, args, message):
+    out = tmp_path / "plan"
+    result = _cli(tmp_path, *args, "--out", str(out))
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_a_spot_or_autoscaled_pool_cannot_be_ordered_for():
+    data = _scenario()
+    data["fleet"]["pools"].append({"name": "s", "gpu": "H100", "count": 0,
+                                   "acquisition": {"type": "spot", "usd_per_gpu_hour": 1.0}})
+    data["plan"] = {"orders": [{"pool": "s", "step": 4, "max": 8}]}
+    with pytest.raises(simulator.ScenarioError, match="spot capacity cannot be ordered") as caught:
+        simulator.load_scenario(data)
+    assert caught.value.path == "plan.orders[0].pool"
+
+
+@pytest.mark.parametrize("spec", [
+    {"dist": "fixed", "value": "3d"},
+    {"dist": "exponential", "mean": "3w"},
+    {"dist": "uniform", "low": "2d", "high": "30d"},
+    {"dist": "lognormal", "median": "2w", "p90": "6w"},
+])
+def test_a_slips_quantile_matches_its_samples(spec):
+    # The planner times orders by a slip's quantile: its closed form against 400,000 draws.
+    from pydantic import TypeAdapter
+
+    from simulator.scenario.distributions import DurationDistribution
+
+    slip = TypeAdapter(DurationDistribution).validate_python(spec)
+    draws = np.asarray(slip.sample(np.random.default_rng(7), 400_000), dtype=float)
+    for q in (0.1, 0.5, 0.9, 0.95):
+        # 400,000 draws put the empirical quantile within ~0.5% of the true one here.
+        assert slip.quantile(q) == pytest.approx(np.quantile(draws, q), rel=0.01, abs=1.0)
+    if spec["dist"] == "exponential":
+        assert slip.quantile(0.9) == pytest.approx(3 * 7 * 86400 * np.log(10))  # -mean ln(1 - q)
