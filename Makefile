@@ -14,6 +14,7 @@ $(PY):
 
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m simulator.runs.warm $(SCENARIO)
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -199,3 +199,17 @@ def test_the_checks_find_a_circle_and_an_upward_import(tmp_path):
 ])
 def test_room_of(module, room):
     assert room_of(module) == room
+
+
+def test_the_command_group_loads_without_the_numerical_libraries():
+    # `fleetcast --help` (and the group every command starts from) must not pay for numpy,
+    # pandas, numba, matplotlib, scipy or simpy: each command imports what it needs when it runs.
+    import subprocess
+    import sys
+
+    heavy = ("numpy", "pandas", "numba", "matplotlib", "scipy", "simpy", "pydantic")
+    code = ("import sys; import simulator.cli as cli; cli.main; "
+            f"print(','.join(m for m in {heavy!r} if m in sys.modules))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=Path(__file__).parents[1]).stdout.strip()
+    assert loaded == ""

@@ -5,12 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-import yaml
 
 from simulator.cli.app import console, main
-from simulator.scenario import ScenarioError
-from simulator.scenario.history import fit_history, read_history
-from simulator.units import parse_timestamp
 
 
 @main.command("fit-demand")
@@ -19,6 +15,12 @@ from simulator.units import parse_timestamp
               "last period).")
 def fit_demand(history: Path, start: str | None) -> None:
     """Fit growth to HISTORY (CSV: date, rps or requests) and print the demand block it gives."""
+    import yaml
+
+    from simulator.scenario import ScenarioError
+    from simulator.scenario.history import fit_history, read_history
+    from simulator.units import parse_timestamp
+
     try:
         fit = fit_history(read_history(history))
     except ValueError as exc:

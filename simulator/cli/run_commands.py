@@ -20,9 +20,7 @@ from simulator.cli.app import (
     main,
     safe_dir_name,
 )
-from simulator.decisions.variants import VariantResults
-from simulator.runs.adaptive import DEFAULT_MAX_PATHS
-from simulator.runs.results import DEFAULT_KEEP_PATHS
+from simulator.runs.limits import DEFAULT_KEEP_PATHS, DEFAULT_MAX_PATHS
 
 
 @main.command()
@@ -81,6 +79,7 @@ def run(
 ) -> None:
     """Simulate SCENARIO and write its run directory."""
     from simulator.decisions.runner import run_scenario
+    from simulator.decisions.variants import VariantResults
     from simulator.output import check_output_directory
     from simulator.report.headline import auto_paths_note, headline, period_rows
     from simulator.runs.adaptive import Precision, PrecisionError, parse_targets

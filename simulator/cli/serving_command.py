@@ -8,7 +8,6 @@ import click
 from rich.table import Table
 
 from simulator.cli.app import console, main
-from simulator.serving.report import report_rows
 
 
 @main.command()
@@ -51,7 +50,7 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batch
 
     Without --rate (and without a trace) all requests arrive at time 0: offline throughput.
     """
-    from simulator.serving.report import serving_report
+    from simulator.serving.report import report_rows, serving_report
 
     if trace is None and None in (input_len, output_len, num_requests):
         raise click.UsageError("give --trace, or all of --input-len, --output-len and --num-requests")

@@ -23,8 +23,9 @@ from rich.progress import (
 from simulator.decisions.variants import VariantResults, variant_scenarios
 from simulator.runs.adaptive import Precision, variant_precision
 from simulator.runs.cluster import dask_executor
+from simulator.runs.limits import DEFAULT_KEEP_PATHS
 from simulator.runs.montecarlo import simulate
-from simulator.runs.results import DEFAULT_KEEP_PATHS, Results
+from simulator.runs.results import Results
 from simulator.scenario import Scenario
 
 

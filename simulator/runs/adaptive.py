@@ -24,11 +24,11 @@ import pandas as pd
 
 from simulator.errors import InputError
 from simulator.runs.intervals import half_width, mean_interval, quantile_interval, wilson_interval
+from simulator.runs.limits import DEFAULT_MAX_PATHS
 from simulator.runs.periods import LEVEL
 from simulator.runs.summary import QUANTILES, RATIOS, TOTAL_COLUMNS
 
 DEFAULT_TARGETS = {"shortfall_probability": "0.02", "gross_margin_pct_p50": "1"}
-DEFAULT_MAX_PATHS = 5000
 FIRST_BATCH = 100
 
 

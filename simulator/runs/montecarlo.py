@@ -27,8 +27,9 @@ from simulator.path.engine import run_path
 from simulator.path.streams import STREAM_INPUTS, path_generator, stream_key
 from simulator.runs.adaptive import Precision, next_total, parse_targets, status
 from simulator.runs.digest import PathDigest, digest_path
+from simulator.runs.limits import DEFAULT_KEEP_PATHS
 from simulator.runs.resources import check_resources, estimate_run, memory_limit_bytes
-from simulator.runs.results import DEFAULT_KEEP_PATHS, Results, RunAggregator, kept_count
+from simulator.runs.results import Results, RunAggregator, kept_count
 from simulator.scenario import Scenario, ScenarioError
 from simulator.serving.resolve import load_scenario
 

@@ -41,8 +41,6 @@ from simulator.runs.summary import (
 from simulator.runs.workbook import workbook_bytes
 from simulator.scenario import Scenario, dump_scenario
 
-#: Paths whose full series a run keeps unless told otherwise (``--keep-paths``).
-DEFAULT_KEEP_PATHS = 20
 _PNL_CHUNK = 256
 
 
