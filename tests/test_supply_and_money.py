@@ -279,6 +279,14 @@ def _write(tmp_path, data):
         (lambda d: d.update(variants={"typo": {"fleet.pools[0].cuont": 3}}), "variants.typo.fleet.pools[0].cuont",
          "did you mean 'count'"),
         (lambda d: d.update(financing={"share_of_capex": 1.5}), "financing.share_of_capex", "less than or equal to 1"),
+        # Statements: opex lines, taxes, the loan cap.
+        (lambda d: d.update(opex=[{"name": "a", "usd_per_month": 1}, {"name": "a", "usd_per_month": 2}]),
+         "opex[1].name", "duplicate opex line"),
+        (lambda d: d.update(opex=[{"name": "Payroll!", "usd_per_month": 1}]), "opex[0].name", "pattern"),
+        (lambda d: d.update(opex=[{"name": "p", "usd_per_month": 1, "start": "2026-02-01", "end": "2026-01-01"}]),
+         "opex[0]", "end is not after start"),
+        (lambda d: d.update(financing={"cap_usd": -1}), "financing.cap_usd", "greater than or equal to 0"),
+        (lambda d: d.update(taxes={"rate": 1.5}), "taxes.rate", "less than 1"),
     ],
 )
 def test_bad_supply_and_money_input_names_the_field(edit, path, words):
