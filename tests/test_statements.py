@@ -206,3 +206,35 @@ def test_opex_is_booked_for_a_month_in_which_no_step_starts():
     pnl = run(data).pnl
     assert pd.Timestamp("2026-02-01") in set(pnl["month"])
     assert pnl["opex_usd"].sum() == pytest.approx(12_000 + 1000 * 6 / 744)
+
+
+@pytest.mark.parametrize("interrupt_at_cell", [40, 400])
+def test_an_interrupt_while_the_spreadsheet_streams_leaves_no_half_open_sheet(monkeypatch, interrupt_at_cell):
+    # Ctrl-C lands while the write-only sheets are open. Left to the garbage collector, a
+    # sheet's rows are closed after its file and Python prints an "exception ignored"
+    # traceback on stderr: the interrupted run must stop quietly instead.
+    import gc
+    import sys
+
+    import openpyxl.cell
+
+    from simulator.runs.workbook import workbook_bytes
+
+    result = run(_two_months(), paths=2)
+    made = []
+
+    make_cell = openpyxl.cell.WriteOnlyCell
+
+    def interrupting_cell(*args, **kwargs):
+        made.append(1)
+        if len(made) == interrupt_at_cell:
+            raise KeyboardInterrupt
+        return make_cell(*args, **kwargs)
+
+    ignored = []
+    monkeypatch.setattr(openpyxl.cell, "WriteOnlyCell", interrupting_cell)
+    monkeypatch.setattr(sys, "unraisablehook", ignored.append)
+    with pytest.raises(KeyboardInterrupt):
+        workbook_bytes(result, "a: 1\n")
+    gc.collect()
+    assert len(made) == interrupt_at_cell and ignored == []

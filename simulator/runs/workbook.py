@@ -10,6 +10,7 @@ and ``Assumptions`` (every field of the resolved scenario).
 
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Any
 
@@ -32,7 +33,29 @@ def workbook_bytes(results: Any, resolved_yaml: str) -> bytes:
     from openpyxl.styles import Font
 
     book = Workbook(write_only=True)  # streamed: a cell costs a few microseconds, not tens
-    bold = Font(bold=True)
+    try:
+        return _filled(book, results, resolved_yaml, WriteOnlyCell, Font(bold=True))
+    except BaseException:  # an interrupt (Ctrl-C, SIGTERM) or an error while the sheets stream
+        _close_streams(book)
+        raise
+
+
+def _close_streams(book) -> None:
+    """Close an unfinished write-only workbook's streams, each sheet's rows before its file.
+
+    Left to the garbage collector, they close in any order: a sheet's rows then write to a
+    file already closed and Python prints the "exception ignored" traceback on stderr.
+    """
+    for sheet in book.worksheets:
+        writer = getattr(sheet, "_writer", None)
+        for stream in (getattr(sheet, "_rows", None), getattr(writer, "xf", None)):
+            if stream is not None:
+                with contextlib.suppress(Exception):
+                    stream.close()
+
+
+def _filled(book, results: Any, resolved_yaml: str, WriteOnlyCell, bold) -> bytes:  # noqa: N803
+    """Stream every sheet into ``book`` and return the saved file."""
 
     def cell(sheet, value, number_format: str | None = None, strong: bool = False):
         out = WriteOnlyCell(sheet, value=value)
