@@ -49,6 +49,8 @@ from simulator.path.streams import (
     STREAM_VOLATILITY,
     path_generator,
 )
+from simulator.path.training.driver import CompiledTraining
+from simulator.path.training.loop import SEQ_BITS
 from simulator.path.training.runtime import start_training
 
 
@@ -101,21 +103,35 @@ class StepClock:
         self.model_out = _output_array((plan.n_steps, n_models, N_MODEL_COLS))
         self.other_out = _output_array((plan.n_steps,))
         self.kernel_calls = 0
+        self.training = None  # a CompiledTraining, whose events run between the steps
 
-    def advance(self, until_s: float | None = None) -> None:
+    def advance(self, until_s: float | None = None, until_key: int = -1) -> None:
         """Integrate every step that starts before now (or before ``until_s``), unless one needs
-        jobs preempted first: then stop there and preempt them at its start."""
+        jobs preempted first: then stop there and preempt them at its start. With compiled
+        training, its events before that instant run between the steps (and those at it whose
+        SimPy key is below ``until_key``, see :mod:`simulator.path.training.loop`)."""
         now = self.env.now if until_s is None else until_s
+        if self.training is not None:
+            if self.fleet is not None:
+                self.training.advance(self, now, until_key)
+            return
         if now <= (self.next_step + 1e-9) * self.plan.step_s:  # no step starts before now that is not done
             return
         end = min(self.plan.step_at_or_after(now), self.plan.n_steps)
         if end <= self.next_step or self.fleet is None or self._stop_pending:
             return
+        self.outages.prepare(self.next_step, end, self.fleet.installed)
+        reached = integrate_interval(self.next_step, end, *self.kernel_args(self.stop_from))
+        self.kernel_calls += 1
+        self.next_step = reached
+        if reached < end:
+            self._stop_pending = True
+            self.env.process(self._preempt_at(reached))
+
+    def kernel_args(self, stop_from: int) -> tuple:
+        """The step kernel's arguments after its first and last step, with the fleet as it is."""
         fleet, plan, outages = self.fleet, self.plan, self.outages
-        outages.prepare(self.next_step, end, fleet.installed)
-        reached = integrate_interval(
-            self.next_step,
-            end,
+        return (
             plan.step_s,
             self.demand,
             plan.capacity_per_step,
@@ -136,7 +152,7 @@ class StepClock:
             fleet.training,
             fleet.training_floor,
             plan.preempt,
-            self.stop_from,
+            stop_from,
             plan.serves_model,
             fleet.depreciation_usd_s,
             plan.cloud_usd_gpu_s,
@@ -155,11 +171,6 @@ class StepClock:
             self.model_out,
             self.other_out,
         )
-        self.kernel_calls += 1
-        self.next_step = reached
-        if reached < end:
-            self._stop_pending = True
-            self.env.process(self._preempt_at(reached))
 
     def _preempt_at(self, step: int):
         yield self.env.timeout(max(0.0, step * self.plan.step_s - self.env.now))
@@ -253,6 +264,10 @@ def _return_after(env: simpy.Environment, fleet: FleetState, pool: int, after_s:
     fleet.return_to_service(pool, count)
 
 
+def _no_training(plan: CompiledScenario) -> tuple[np.ndarray, np.ndarray]:
+    return np.zeros(plan.n_steps, dtype=np.int64), np.zeros(plan.n_steps, dtype=np.int64)
+
+
 def _run_integrating_ahead(env: simpy.Environment, clock: StepClock, horizon: float) -> None:
     """Run to the horizon, integrating up to each event before SimPy processes it.
 
@@ -261,8 +276,13 @@ def _run_integrating_ahead(env: simpy.Environment, clock: StepClock, horizon: fl
     is found before SimPy passes its start, and the preemption lands at that very step.
     """
     while True:
-        clock.advance(min(env.peek(), horizon))
-        if env.peek() >= horizon:  # (the advance may have scheduled a preemption)
+        at = env.peek()
+        if at < horizon:
+            _, priority, eid, _ = env._queue[0]  # SimPy's order at one instant: priority, then event id
+            clock.advance(at, priority * SEQ_BITS + eid)
+        else:
+            clock.advance(horizon)
+        if env.peek() >= horizon:  # (the advance may have scheduled a preemption or a launch)
             return
         env.step()
 
@@ -286,8 +306,12 @@ def _outage_channels(plan: CompiledScenario, seed: int, path: int) -> OutageChan
     return OutageChannels(channels, plan.n_steps, plan.step_s)
 
 
-def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
-    """Simulate one path of a compiled scenario."""
+def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = "compiled") -> PathResult:
+    """Simulate one path of a compiled scenario.
+
+    ``training_loop``: ``"compiled"`` runs training's events in the compiled loop between the
+    steps; ``"simpy"`` runs them as SimPy processes, the reference it must agree with.
+    """
     env = simpy.Environment()
     outages = _outage_channels(plan, seed, path)
     clock = StepClock(env, plan, draw_demand(plan, seed, path), outages)
@@ -334,17 +358,29 @@ def run_path(plan: CompiledScenario, seed: int, path: int) -> PathResult:
             env.process(autoscaler(env, fleet, plan, pool, clock))
     if any(info.autoscale is not None and info.autoscale.policy == "predictive" for info in plan.pools):
         clock.level = [demand_factor(plan, m, seed, path) for m in range(len(plan.model_names))]
-    training = start_training(env, fleet, clock, plan, lambda stream, key: path_generator(seed, path, stream, key))
-    if training.jobs and plan.preempt.any():
-        _run_integrating_ahead(env, clock, horizon)
-    else:
-        env.run(until=horizon)
-    clock.advance(horizon)
-    queued, running = training.per_step(plan.n_steps, plan.step_s)
-    for job in training.jobs:  # plain records from here on: results cross process boundaries
-        job.process = job.finished = None
+    generator = lambda stream, key: path_generator(seed, path, stream, key)  # noqa: E731
+    if training_loop == "compiled":
+        compiled = CompiledTraining(env, clock, fleet, plan, generator)
+        if compiled.jobs:
+            clock.training = compiled
+            _run_integrating_ahead(env, clock, horizon)
+        else:
+            env.run(until=horizon)
+        clock.advance(horizon)
+        queued, running, jobs = compiled.finish() if compiled.jobs else (*_no_training(plan), [])
+    else:  # the SimPy processes of simulator.path.training.scheduler: the reference
+        training = start_training(env, fleet, clock, plan, generator)
+        if training.jobs and plan.preempt.any():
+            _run_integrating_ahead(env, clock, horizon)
+        else:
+            env.run(until=horizon)
+        clock.advance(horizon)
+        queued, running = training.per_step(plan.n_steps, plan.step_s)
+        jobs = training.jobs
+        for job in jobs:  # plain records from here on: results cross process boundaries
+            job.process = job.finished = None
     return PathResult(path, clock.pool_out, clock.model_out, clock.other_out, fleet.capex, orders_log,
-                      training_queued=queued, training_running=running, jobs=training.jobs,
+                      training_queued=queued, training_running=running, jobs=jobs,
                       served_tokens=clock.model_out[:, :, MODEL_SERVED] @ plan.tokens_per_request,
                       subscribers=clock.subscribers,
                       outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),

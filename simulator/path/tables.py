@@ -18,6 +18,7 @@ import pandas as pd
 from simulator.path import kernels as K
 from simulator.path.compiled import KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT, CompiledScenario
 from simulator.path.engine import PathResult
+from simulator.path.training.job_table import JobTable
 
 COST_COMPONENTS = (
     "cost_depreciation_usd",
@@ -178,17 +179,14 @@ def models_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: C
 
 def jobs_table(results: Sequence[PathResult], start: pd.Timestamp, plan: CompiledScenario) -> pd.DataFrame:
     """One row per (path, training job); times null for a job that did not start or finish."""
-    rows = []
-    for result in results:
-        for job in result.jobs:
-            started = job.start_s is not None
-            held = job.held_gpu_s + ((plan.horizon_s - job.running_since) * job.gpus if job.running else 0.0)
-            rows.append((result.path, job.name, plan.pool_names[job.pool], job.submit_s, job.start_s, job.end_s,
-                         job.gpus, job.priority, (job.start_s - job.submit_s) if started else np.nan,
-                         job.preemptions, job.interruptions, job.work_s, job.done_s, held))
+    parts = [_job_columns(result.path, result.jobs, plan) for result in results]
+    parts = [part for part in parts if len(part["job"])]
     columns = ["path", "job", "pool", "submit_s", "start_s", "end_s", "gpus", "priority", "wait_s",
                "preemptions", "interruptions", "work_s", "done_s", "held_gpu_s"]
-    frame = pd.DataFrame(rows, columns=columns)
+    if parts:
+        frame = pd.DataFrame({name: np.concatenate([part[name] for part in parts]) for name in columns})
+    else:
+        frame = pd.DataFrame({name: [] for name in columns})
     for name in ("submit", "start", "end"):
         frame[f"{name}_time"] = start + pd.to_timedelta(frame.pop(f"{name}_s").astype(float), unit="s")
     frame["useful_gpu_hours"] = frame["done_s"] * frame["gpus"] / 3600.0
@@ -196,3 +194,39 @@ def jobs_table(results: Sequence[PathResult], start: pd.Timestamp, plan: Compile
     ordered = ["path", "job", "pool", "submit_time", "start_time", "end_time", "gpus", "wait_s", "preemptions",
                "interruptions", "priority", "work_s", "done_s", "useful_gpu_hours", "held_gpu_hours"]
     return frame[ordered]
+
+
+def _job_columns(path: int, jobs, plan: CompiledScenario) -> dict[str, np.ndarray]:
+    """A path's jobs as columns, from a JobTable's arrays or from a list of Job records."""
+    if isinstance(jobs, JobTable) and jobs.outcome:
+        c, o = jobs.columns, jobs.outcome
+        spec = {name: c[name] for name in ("gpus", "priority", "submit_s", "work_s")}
+        pool = c["pool"]
+        names = np.array(jobs.names, dtype=object)
+        outcome = {name: o[name] for name in ("start_s", "end_s", "preemptions", "interruptions", "done_s")}
+        held, running, since = o["held_gpu_s"], o["running"], o["running_since"]
+    else:
+        jobs = list(jobs)
+        spec = {"gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
+                "priority": np.array([j.priority for j in jobs], dtype=np.int64),
+                "submit_s": np.array([j.submit_s for j in jobs], dtype=float),
+                "work_s": np.array([j.work_s for j in jobs], dtype=float)}
+        pool = np.array([j.pool for j in jobs], dtype=np.int64)
+        names = np.array([j.name for j in jobs], dtype=object)
+        outcome = {"start_s": np.array([np.nan if j.start_s is None else j.start_s for j in jobs], dtype=float),
+                   "end_s": np.array([np.nan if j.end_s is None else j.end_s for j in jobs], dtype=float),
+                   "preemptions": np.array([j.preemptions for j in jobs], dtype=np.int64),
+                   "interruptions": np.array([j.interruptions for j in jobs], dtype=np.int64),
+                   "done_s": np.array([j.done_s for j in jobs], dtype=float)}
+        held = np.array([j.held_gpu_s for j in jobs], dtype=float)
+        running = np.array([j.running for j in jobs], dtype=bool)
+        since = np.array([j.running_since for j in jobs], dtype=float)
+    gpus = spec["gpus"]
+    return {
+        "path": np.full(len(names), path, dtype=np.int64), "job": names,
+        "pool": np.asarray(plan.pool_names, dtype=object)[pool] if len(names) else np.array([], dtype=object),
+        "submit_s": spec["submit_s"], "start_s": outcome["start_s"], "end_s": outcome["end_s"], "gpus": gpus,
+        "priority": spec["priority"], "wait_s": outcome["start_s"] - spec["submit_s"],
+        "preemptions": outcome["preemptions"], "interruptions": outcome["interruptions"], "work_s": spec["work_s"],
+        "done_s": outcome["done_s"], "held_gpu_s": held + np.where(running, (plan.horizon_s - since) * gpus, 0.0),
+    }

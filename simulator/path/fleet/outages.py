@@ -19,8 +19,9 @@ The compiled part (``advance_outages``) lives in :mod:`simulator.path.kernels`, 
 kernel that calls it, so that numba's on-disk cache is invalidated with it.
 
 Random numbers come from the path's NumPy generators, drawn ahead into buffers (unit
-exponentials and repair times, per channel) that :class:`OutageChannels` tops up before
-each kernel call with a wide safety margin; the kernel raises if one ever runs dry.
+exponentials and repair times, per channel, each from its own stream, so that the draws do
+not depend on how the horizon is split into kernel calls) that :class:`OutageChannels` tops
+up before each kernel call with a wide safety margin; the kernel raises if one ever runs dry.
 """
 
 from __future__ import annotations
@@ -48,7 +49,11 @@ class OutageChannels:
         """``channels``: (pool, rate per GPU-hour, blast radius, repair distribution, generator)."""
         count = len(channels)
         self.repairs_dist = [c[3] for c in channels]
-        self.rngs = [c[4] for c in channels]
+        # Times to outages and repair times from two streams of the channel's generator: what
+        # each buffer holds is then the same however the kernel calls split the horizon.
+        streams = [c[4].spawn(2) for c in channels]
+        self.outage_rngs = [s[0] for s in streams]
+        self.repair_rngs = [s[1] for s in streams]
         self.ints = np.zeros((count, N_CH_INT), dtype=np.int64)
         self.floats = np.zeros((count, N_CH_FLOAT), dtype=np.float64)
         for c, (pool, rate, blast, _, _) in enumerate(channels):
@@ -81,9 +86,9 @@ class OutageChannels:
         per_pool = np.bincount(pools, weights=outages, minlength=len(installed))
         channels = np.bincount(pools, minlength=len(installed))
         draws = (2 * per_pool[pools] * channels[pools] + 2).astype(np.int64)
-        self.expo = self._top_up(self.expo, CH_EXPO, draws, lambda c, n: self.rngs[c].exponential(1.0, n))
+        self.expo = self._top_up(self.expo, CH_EXPO, draws, lambda c, n: self.outage_rngs[c].exponential(1.0, n))
         self.repair = self._top_up(self.repair, CH_REPAIR, outages,
-                                   lambda c, n: np.maximum(self.repairs_dist[c].sample(self.rngs[c], n), 0.0))
+                                   lambda c, n: np.maximum(self.repairs_dist[c].sample(self.repair_rngs[c], n), 0.0))
         capacity = int(installed[pools].max()) + 1 if len(pools) else 1
         if capacity > self.heap_time.shape[1]:
             grow = max(capacity, 2 * self.heap_time.shape[1])

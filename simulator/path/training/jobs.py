@@ -76,6 +76,5 @@ def run_job(env: simpy.Environment, job: Job, rng: np.random.Generator, on_done)
         job.done_s = job.work_s
         job.end_s = env.now
         on_done(job)
-    except simpy.Interrupt:
-        job.preemptions += 1
-        job.needs_restart = True
+    except simpy.Interrupt:  # preempted: the scheduler counted it and took the GPUs
+        return

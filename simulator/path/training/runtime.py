@@ -13,20 +13,52 @@ from simulator.path.training.scheduler import Cluster, PoolScheduler, TrainingLo
 from simulator.path.training.sources import make_jobs, stream_jobs, submitter
 
 
+def path_jobs(plan, generator) -> list:
+    """The path's jobs in submission order: the scenario's and those its streams draw."""
+    specs = list(plan.jobs)
+    for stream in plan.job_streams:
+        specs.extend(stream_jobs(stream, generator(STREAM_TRAINING, stream.key)))
+    return make_jobs(specs) if specs else []
+
+
+def launch_inputs(plan, generator) -> dict:
+    """Per job a launch waits for: ``(model, delay s, volatility factor, demand generator)``."""
+    out: dict = {}
+    for model, job_name, delay in plan.launches:
+        volatility = plan.demands[model].volatility
+        factor = 1.0 if volatility is None else volatility_factor(
+            volatility, plan.horizon, generator(STREAM_VOLATILITY, plan.model_keys[model]))
+        out.setdefault(job_name, []).append((model, delay, factor, generator(STREAM_DEMAND, plan.model_keys[model])))
+    return out
+
+
+def launch_demand(clock, plan, model: int, factor, rng: np.random.Generator) -> None:
+    """The launch of ``model`` now: its demand, subscribers and fixed revenue from the next step on.
+
+    ``factor`` is the model's day-to-day volatility factor per step (or 1), as in ``draw_demand``.
+    """
+    clock.advance()
+    expected, subscribers, revenue = launch_arrays(plan, model, clock.env.now)
+    first = clock.next_step
+    noisy = expected * factor
+    clock.demand[first:, model] = sample_counts(noisy[first:], plan.noise[model], rng)
+    clock.subscribers[first:, model] = subscribers[first:]
+    clock.fixed_revenue[first:, model] = revenue[first:]
+    clock.expected[first:, model] = expected[first:]
+
+
 def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> TrainingLog:
-    """Create the pools' schedulers and submit the path's jobs; return the log to read at the end.
+    """Create the pools' schedulers and submit the path's jobs as SimPy processes (the
+    reference for :mod:`simulator.path.training.driver`); return the log to read at the end.
 
     ``generator(stream, key)`` gives the path's generator for a random stream and key.
     """
     log = TrainingLog()
     for pool, floor in enumerate(plan.training_partition):
         fleet.training_floor[pool] = floor
-    specs = list(plan.jobs)
-    for stream in plan.job_streams:
-        specs.extend(stream_jobs(stream, generator(STREAM_TRAINING, stream.key)))
-    if not specs:
+    jobs = path_jobs(plan, generator)
+    if not jobs:
         return log
-    jobs = make_jobs(specs)
     log.jobs = jobs
     cluster = Cluster(env, log)
     policy = POLICIES[plan.training_policy]
@@ -42,14 +74,11 @@ def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> Tra
         if plan.training_mode[pool] != "dedicated":
             env.process(schedulers[pool].review(plan.training_review_s))
     by_name = {job.name: job for job in jobs}
-    for model, job_name, delay in plan.launches:
+    for job_name, launches in launch_inputs(plan, generator).items():
         job = by_name[job_name]
         job.finished = job.finished or env.event()
-        volatility = plan.demands[model].volatility
-        factor = 1.0 if volatility is None else volatility_factor(
-            volatility, plan.horizon, generator(STREAM_VOLATILITY, plan.model_keys[model]))
-        env.process(_launch_after(env, clock, plan, model, job, delay, factor,
-                                  generator(STREAM_DEMAND, plan.model_keys[model])))
+        for model, delay, factor, demand_rng in launches:
+            env.process(_launch_after(env, clock, plan, model, job, delay, factor, demand_rng))
     env.process(submitter(env, jobs, schedulers))
     return log
 
@@ -66,17 +95,7 @@ def _preempt_for_inference(schedulers) -> bool:
 
 def _launch_after(env: simpy.Environment, clock, plan, model: int, job, delay: float, factor,
                   rng: np.random.Generator):
-    """When ``job`` completes, demand for ``model`` starts ``delay`` later.
-
-    ``factor`` is the model's day-to-day volatility factor per step (or 1), as in ``draw_demand``.
-    """
+    """When ``job`` completes, demand for ``model`` starts ``delay`` later."""
     yield job.finished
     yield env.timeout(delay)
-    clock.advance()
-    expected, subscribers, revenue = launch_arrays(plan, model, env.now)
-    first = clock.next_step
-    noisy = expected * factor
-    clock.demand[first:, model] = sample_counts(noisy[first:], plan.noise[model], rng)
-    clock.subscribers[first:, model] = subscribers[first:]
-    clock.fixed_revenue[first:, model] = revenue[first:]
-    clock.expected[first:, model] = expected[first:]
+    launch_demand(clock, plan, model, factor, rng)

@@ -143,6 +143,8 @@ class PoolScheduler:
             if deficit <= 0:
                 break
             job.process.interrupt("preempted by inference")
+            job.preemptions += 1
+            job.needs_restart = True  # at once: a queue examined now sees the restart it will need
             self._release(job)
             self.queue.append(job)
             self.queue.sort(key=lambda queued: queued.order)

@@ -48,11 +48,11 @@ class StreamSpec:
     failure_rate_gpu_s: float
 
 
-def stream_jobs(stream: StreamSpec, rng: np.random.Generator) -> list[JobSpec]:
-    """Draw one path's jobs of a stream: Poisson arrivals, sizes and durations."""
+def stream_job_arrays(stream: StreamSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Draw one path's jobs of a stream: Poisson arrivals, sizes and durations, as arrays."""
     span = stream.end_s - stream.start_s
     if span <= 0 or stream.rate_per_s <= 0:
-        return []
+        return {"submit_s": np.zeros(0), "gpus": np.zeros(0, dtype=np.int64), "work_s": np.zeros(0)}
     count = rng.poisson(stream.rate_per_s * span)
     submits = np.sort(stream.start_s + rng.uniform(0.0, span, count))
     if stream.gpu_weights is None:
@@ -61,10 +61,16 @@ def stream_jobs(stream: StreamSpec, rng: np.random.Generator) -> list[JobSpec]:
         weights = np.asarray(stream.gpu_weights) / sum(stream.gpu_weights)
         gpus = rng.choice(np.asarray(stream.gpu_choices), count, p=weights)
     durations = np.maximum(np.asarray(stream.duration.sample(rng, count), dtype=float), 1e-9)
+    return {"submit_s": submits, "gpus": np.asarray(gpus, dtype=np.int64), "work_s": durations}
+
+
+def stream_jobs(stream: StreamSpec, rng: np.random.Generator) -> list[JobSpec]:
+    """One path's jobs of a stream, one spec each."""
+    drawn = stream_job_arrays(stream, rng)
     return [
         JobSpec(f"{stream.name}-{i}", stream.pool, int(g), float(t), stream.priority, float(d),
                 stream.checkpoint_s, stream.checkpoint_time_s, stream.restart_s, stream.failure_rate_gpu_s)
-        for i, (t, g, d) in enumerate(zip(submits, gpus, durations, strict=True))
+        for i, (t, g, d) in enumerate(zip(drawn["submit_s"], drawn["gpus"], drawn["work_s"], strict=True))
     ]
 
 

@@ -1,0 +1,481 @@
+"""The training event loop, compiled: gang scheduling between the steps of the step clock.
+
+The same world as the SimPy processes of :mod:`simulator.path.training.scheduler` and
+:mod:`~simulator.path.training.jobs` (kept as the reference the tests compare with), run as
+one event heap in numba inside the step loop: job submissions, each checkpoint segment's end,
+failures, restarts, queue reviews, and at each step's start the preemption of jobs whose GPUs
+inference needs. An event at ``t`` sees the fleet as integrated up to the step it falls in and
+the inference need of the first step starting at or after ``t``, exactly as a SimPy event
+would; what it changes takes effect from that step. Events at one instant run in the order
+SimPy gives them: urgent (a process starting) before normal, then by creation. Training's
+events are numbered from SimPy's own event counter, so the order holds across the two
+heaps: a delivery, an order or an autoscaling decision at the instant a job ends comes
+before or after it as it would among SimPy processes.
+
+State lives in arrays (:class:`~simulator.path.training.loop_state.TrainingState`) so that
+one compiled call can go on from where the last one stopped; a call stops early only when a
+job that a launch waits for ends (the engine then starts the launch, a SimPy event).
+
+Every compiled function of the loop is in this one module: numba's on-disk cache notices a
+change of a function's own file only, so a callee kept elsewhere could go stale in the cache.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from simulator.path.kernels import inference_gpus, integrate_interval
+
+# Event kinds.
+EV_SUBMIT = 0  # the submitter wakes for the next job
+EV_REVIEW_INIT = 1  # a pool's review process starts (schedules its first review)
+EV_REVIEW = 2
+EV_JOB_INIT = 3  # a job's run starts (restart first if it needs one)
+EV_JOB_RESTARTED = 4
+EV_JOB_SEGMENT = 5  # a checkpoint segment ends (work saved)
+EV_JOB_FAILED = 6  # a GPU of the job failed: the segment's work is lost
+URGENT, NORMAL = 0, 1  # SimPy's priorities: a process start comes before timeouts at one instant
+SEQ_BITS = 1 << 40
+
+MODE_DEDICATED, MODE_LEFTOVER, MODE_PREEMPT = 0, 1, 2
+POLICY_FIFO, POLICY_PRIORITY, POLICY_SHORTEST, POLICY_EASY = 0, 1, 2, 3
+POLICY_CODES = {"fifo": POLICY_FIFO, "priority": POLICY_PRIORITY, "shortest_first": POLICY_SHORTEST,
+                "easy_backfill": POLICY_EASY}
+MODE_CODES = {"dedicated": MODE_DEDICATED, "leftover": MODE_LEFTOVER, "preempt": MODE_PREEMPT}
+
+# Integer counters (TrainingState.counters, simulator.path.training.loop_state).
+C_HEAP, C_SEQ, C_NEXT_JOB, C_STOPPED_JOB, C_QUEUED, C_RUNNING, C_NEED_STEP = range(7)
+# Return codes of ``train_and_integrate``.
+REACHED, LAUNCH_JOB_ENDED = 0, 1
+
+
+# Columns of TrainingState.floats and .ints (simulator.path.training.loop_state).
+F_SUBMIT, F_WORK, F_CKPT, F_CKPT_TIME, F_RESTART, F_RATE, F_DONE, F_START, F_END, F_HELD, F_SINCE, F_SEGMENT = range(12)
+I_LAUNCH, I_PREEMPTIONS, I_INTERRUPTIONS, I_RESTART, I_RUNNING, I_VERSION = range(6)
+
+
+@njit(cache=True)
+def _push(heap_time, heap_key, heap_event, counters, time, priority, kind, arg, version):
+    seq = counters[C_SEQ]
+    counters[C_SEQ] = seq + 1
+    key = priority * SEQ_BITS + seq
+    i = counters[C_HEAP]
+    counters[C_HEAP] = i + 1
+    while i > 0:
+        parent = (i - 1) // 2
+        if heap_time[parent] < time or (heap_time[parent] == time and heap_key[parent] < key):
+            break
+        heap_time[i] = heap_time[parent]
+        heap_key[i] = heap_key[parent]
+        heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = heap_event[parent, 0], heap_event[parent, 1], \
+            heap_event[parent, 2]
+        i = parent
+    heap_time[i] = time
+    heap_key[i] = key
+    heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = kind, arg, version
+
+
+@njit(cache=True)
+def _pop(heap_time, heap_key, heap_event, counters):
+    """Remove the earliest event; return (kind, arg, version)."""
+    kind, arg, version = heap_event[0, 0], heap_event[0, 1], heap_event[0, 2]
+    n = counters[C_HEAP] - 1
+    counters[C_HEAP] = n
+    if n > 0:
+        time, key = heap_time[n], heap_key[n]
+        e0, e1, e2 = heap_event[n, 0], heap_event[n, 1], heap_event[n, 2]
+        i = 0
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            right = child + 1
+            if right < n and (heap_time[right] < heap_time[child] or (
+                    heap_time[right] == heap_time[child] and heap_key[right] < heap_key[child])):
+                child = right
+            if time < heap_time[child] or (time == heap_time[child] and key < heap_key[child]):
+                break
+            heap_time[i] = heap_time[child]
+            heap_key[i] = heap_key[child]
+            heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = heap_event[child, 0], heap_event[child, 1], \
+                heap_event[child, 2]
+            i = child
+        heap_time[i] = time
+        heap_key[i] = key
+        heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = e0, e1, e2
+    return kind, arg, version
+
+
+@njit(cache=True)
+def remaining_wall(floats, ints, j):
+    """Expected wall time for job ``j`` to finish if nothing interrupts it (as ``Job.remaining_wall_s``)."""
+    left = max(floats[j, F_WORK] - floats[j, F_DONE], 0.0)
+    ckpt = floats[j, F_CKPT]
+    writes = 0.0
+    if math.isfinite(ckpt):
+        writes = float(max(math.ceil(left / ckpt - 1e-9) - 1, 0))
+    return (floats[j, F_RESTART] if ints[j, I_RESTART] else 0.0) + left + writes * floats[j, F_CKPT_TIME]
+
+
+@njit(cache=True)
+def _step_of(seconds, step_s):
+    """The first step that starts at or after ``seconds`` (as ``CompiledScenario.step_at_or_after``)."""
+    return max(0, math.ceil(seconds / step_s - 1e-9))
+
+
+@njit(cache=True)
+def _need(now, step_s, st, serve, fleet):
+    """GPUs per pool inference places in the step a change made at ``now`` takes effect (kept
+    until the fleet or the GPUs jobs hold outside ``preempt`` pools change)."""
+    counters, need = st[13], st[14]
+    step = _step_of(now, step_s)
+    if counters[C_NEED_STEP] == step:
+        return need
+    demand, capacity_per_step, gpus_per_replica, preferences, api_mode = serve
+    installed, failed, out_of_service, training, training_floor, preempt = fleet
+    if step >= demand.shape[0]:
+        need[:] = 0
+    else:
+        need[:] = inference_gpus(demand[step], capacity_per_step, gpus_per_replica, preferences, api_mode, installed,
+                                 failed, out_of_service, training, training_floor, preempt)
+    counters[C_NEED_STEP] = step
+    return need
+
+
+@njit(cache=True)
+def _free(p, now, step_s, st, serve, fleet):
+    modes, partitions, lengths = st[5], st[6], st[9]
+    installed, failed, out_of_service = fleet[0], fleet[1], fleet[2]
+    available = installed[p] - failed[p] - out_of_service[p]
+    held = lengths[p, 2]
+    if modes[p] == MODE_DEDICATED:
+        return max(min(partitions[p], available) - held, 0)
+    return max(available - held - _need(now, step_s, st, serve, fleet)[p], 0)
+
+
+@njit(cache=True)
+def _schedule(st, now, kind, arg, priority=NORMAL):
+    heap_time, heap_key, heap_event, counters = st[10], st[11], st[12], st[13]
+    version = st[4][arg, I_VERSION] if kind >= EV_JOB_INIT else 0
+    _push(heap_time, heap_key, heap_event, counters, now, priority, kind, arg, version)
+
+
+@njit(cache=True)
+def _set_training(p, st, fleet):
+    """The GPUs jobs hold in pool ``p``, as the fleet (and the step kernel) sees them."""
+    fleet[3][p] = st[9][p, 2]
+    if st[5][p] != MODE_PREEMPT:  # what inference may use there changed
+        st[13][C_NEED_STEP] = -1
+
+
+@njit(cache=True)
+def _start(j, now, st, fleet):
+    pools, gpus, floats, ints, queue, running, lengths, counters = st[0], st[1], st[3], st[4], st[7], st[8], st[9], \
+        st[13]
+    p = pools[j]
+    n = lengths[p, 0]
+    i = 0
+    while queue[p, i] != j:
+        i += 1
+    for r in range(i, n - 1):
+        queue[p, r] = queue[p, r + 1]
+    lengths[p, 0] = n - 1
+    running[p, lengths[p, 1]] = j
+    lengths[p, 1] += 1
+    lengths[p, 2] += gpus[j]
+    counters[C_QUEUED] -= 1
+    counters[C_RUNNING] += 1
+    if math.isnan(floats[j, F_START]):
+        floats[j, F_START] = now
+    floats[j, F_SINCE] = now
+    ints[j, I_RUNNING] = 1
+    _set_training(p, st, fleet)
+    ints[j, I_VERSION] += 1  # a new run: events of an earlier one are void
+    _schedule(st, now, EV_JOB_INIT, j, URGENT)
+
+
+@njit(cache=True)
+def _release(j, now, st, fleet):
+    pools, gpus, floats, ints, running, lengths, counters = st[0], st[1], st[3], st[4], st[8], st[9], st[13]
+    p = pools[j]
+    n = lengths[p, 1]
+    i = 0
+    while running[p, i] != j:
+        i += 1
+    for r in range(i, n - 1):
+        running[p, r] = running[p, r + 1]
+    lengths[p, 1] = n - 1
+    lengths[p, 2] -= gpus[j]
+    counters[C_RUNNING] -= 1
+    ints[j, I_RUNNING] = 0
+    ints[j, I_VERSION] += 1
+    floats[j, F_HELD] += (now - floats[j, F_SINCE]) * gpus[j]
+    _set_training(p, st, fleet)
+
+
+@njit(cache=True)
+def _enqueue(j, st):
+    """Put job ``j`` in its pool's queue, which stays in submission order."""
+    pools, queue, lengths, counters = st[0], st[7], st[9], st[13]
+    p = pools[j]
+    n = lengths[p, 0]
+    i = n
+    while i > 0 and queue[p, i - 1] > j:
+        queue[p, i] = queue[p, i - 1]
+        i -= 1
+    queue[p, i] = j
+    lengths[p, 0] = n + 1
+    counters[C_QUEUED] += 1
+
+
+@njit(cache=True)
+def _chosen(p, free, now, policy, st):
+    """The queued jobs of pool ``p`` to start now, in the order they start (the policies of
+    :mod:`simulator.path.training.policies`), in a scratch array."""
+    gpus, priority, floats, ints, queue, running, lengths = st[1], st[2], st[3], st[4], st[7], st[8], st[9]
+    started, ends, sizes = st[15], st[16], st[17]
+    n = lengths[p, 0]
+    if free <= 0:  # every job needs a GPU: nothing starts, nothing backfills
+        return started[:0]
+    waiting = queue[p, :n]
+    if policy == POLICY_PRIORITY:
+        waiting = waiting[np.argsort(-priority[waiting], kind="mergesort")]
+    elif policy == POLICY_SHORTEST:
+        walls = np.empty(n)
+        for i in range(n):
+            walls[i] = remaining_wall(floats, ints, waiting[i])
+        waiting = waiting[np.argsort(walls, kind="mergesort")]
+    count = 0
+    i = 0
+    while i < n and gpus[waiting[i]] <= free:  # head of line while the head fits
+        started[count] = waiting[i]
+        count += 1
+        free -= gpus[waiting[i]]
+        i += 1
+    if policy != POLICY_EASY or i == n or free <= 0:
+        return started[:count]
+    head = waiting[i]
+    # Shadow time: when enough running jobs (and those just started) have ended for the head
+    # to fit; they are kept sorted by (end, GPUs) as they are added.
+    n_running = lengths[p, 1]
+    size = 0
+    for r in range(n_running + count):
+        job = running[p, r] if r < n_running else started[r - n_running]
+        end, g = now + remaining_wall(floats, ints, job), gpus[job]
+        at = size
+        while at > 0 and (ends[at - 1] > end or (ends[at - 1] == end and sizes[at - 1] > g)):
+            ends[at] = ends[at - 1]
+            sizes[at] = sizes[at - 1]
+            at -= 1
+        ends[at] = end
+        sizes[at] = g
+        size += 1
+    available, shadow, extra = free, np.inf, 0
+    for r in range(size):
+        available += sizes[r]
+        if available >= gpus[head]:
+            shadow, extra = ends[r], available - gpus[head]
+            break
+    for w in range(i + 1, n):
+        job = waiting[w]
+        if gpus[job] > free:
+            continue
+        ends_in_time = now + remaining_wall(floats, ints, job) <= shadow + 1e-9
+        if ends_in_time or gpus[job] <= extra:
+            started[count] = job
+            count += 1
+            free -= gpus[job]
+            if not ends_in_time:
+                extra -= gpus[job]
+            if free <= 0:
+                break
+    return started[:count]
+
+
+@njit(cache=True)
+def _try_start(p, now, policy, step_s, st, serve, fleet):
+    if st[9][p, 0] == 0:
+        return
+    for j in _chosen(p, _free(p, now, step_s, st, serve, fleet), now, policy, st):
+        _start(j, now, st, fleet)
+
+
+@njit(cache=True)
+def _next_segment(j, now, rng, st):
+    """Job ``j`` works on: schedule the end of its next checkpoint segment or the failure that
+    cuts it short; return whether its work is done (nothing scheduled)."""
+    floats = st[3]
+    left = floats[j, F_WORK] - floats[j, F_DONE]
+    if left <= 1e-9:
+        return True
+    segment = min(floats[j, F_CKPT], left)
+    wall = segment + (floats[j, F_CKPT_TIME] if segment < left - 1e-9 else 0.0)
+    rate = floats[j, F_RATE] * st[1][j]
+    to_failure = rng.exponential(1.0 / rate) if rate > 0 else np.inf
+    if to_failure < wall:
+        _schedule(st, now + to_failure, EV_JOB_FAILED, j)
+    else:
+        floats[j, F_SEGMENT] = segment
+        _schedule(st, now + wall, EV_JOB_SEGMENT, j)
+    return False
+
+
+@njit(cache=True)
+def _restart_or_work(j, now, rng, st):
+    """A run of job ``j`` goes on from ``now``: its restart first if it needs one; return
+    whether its work is done."""
+    if st[4][j, I_RESTART]:
+        _schedule(st, now + st[3][j, F_RESTART], EV_JOB_RESTARTED, j)
+        return False
+    return _next_segment(j, now, rng, st)
+
+
+@njit(cache=True)
+def _handle(kind, arg, now, policy, review_s, step_s, rng, st, serve, fleet):
+    """Run one event; return whether a job a launch waits for ended."""
+    pools, floats, ints, counters = st[0], st[3], st[4], st[13]
+    n_jobs = pools.shape[0]
+    done = False
+    j = arg
+    if kind == EV_SUBMIT:  # the submitter: the job it waited for, then every job due now
+        first = True
+        while counters[C_NEXT_JOB] < n_jobs:
+            nxt = counters[C_NEXT_JOB]
+            submit = floats[nxt, F_SUBMIT]
+            if not (first and arg >= 0) and submit > now:
+                _schedule(st, now + (submit - now), EV_SUBMIT, nxt)
+                return False
+            first = False
+            counters[C_NEXT_JOB] = nxt + 1
+            _enqueue(nxt, st)
+            _try_start(pools[nxt], now, policy, step_s, st, serve, fleet)
+        return False
+    if kind == EV_REVIEW_INIT:
+        _schedule(st, now + review_s, EV_REVIEW, arg)
+        return False
+    if kind == EV_REVIEW:
+        _try_start(arg, now, policy, step_s, st, serve, fleet)
+        _schedule(st, now + review_s, EV_REVIEW, arg)
+        return False
+    if kind == EV_JOB_INIT:
+        done = _restart_or_work(j, now, rng, st)
+    elif kind == EV_JOB_RESTARTED:
+        ints[j, I_RESTART] = 0
+        done = _next_segment(j, now, rng, st)
+    elif kind == EV_JOB_FAILED:
+        ints[j, I_INTERRUPTIONS] += 1
+        ints[j, I_RESTART] = 1
+        done = _restart_or_work(j, now, rng, st)
+    elif kind == EV_JOB_SEGMENT:
+        floats[j, F_DONE] += floats[j, F_SEGMENT]
+        done = _next_segment(j, now, rng, st)
+    if not done:
+        return False
+    floats[j, F_DONE] = floats[j, F_WORK]
+    floats[j, F_END] = now
+    _release(j, now, st, fleet)
+    _try_start(pools[j], now, policy, step_s, st, serve, fleet)
+    if ints[j, I_LAUNCH]:
+        counters[C_STOPPED_JOB] = j
+        return True
+    return False
+
+
+@njit(cache=True)
+def run_events(last_step, until_s, until_key, policy, review_s, step_s, rng, st, serve, fleet):
+    """Run the events that fall in steps up to ``last_step`` and come before SimPy's next event
+    (at ``until_s``, with key ``until_key``, or -1 for none to run at that instant), in order;
+    return whether it stopped after a job a launch waits for ended."""
+    heap_time, heap_key, heap_event, counters = st[10], st[11], st[12], st[13]
+    while counters[C_HEAP] > 0:
+        now = heap_time[0]
+        if now > until_s or (now == until_s and heap_key[0] >= until_key) or _step_of(now, step_s) > last_step:
+            return False
+        kind, arg, version = _pop(heap_time, heap_key, heap_event, counters)
+        if kind >= EV_JOB_INIT and version != st[4][arg, I_VERSION]:
+            continue  # the run it belonged to was preempted
+        if _handle(kind, arg, now, policy, review_s, step_s, rng, st, serve, fleet):
+            return True
+    return False
+
+
+@njit(cache=True)
+def preempt_for_inference(k, policy, step_s, st, serve, fleet):
+    """At step ``k``'s start, preempt jobs in ``preempt`` pools whose GPUs inference needs
+    (lowest priority, then latest started, then latest submitted first), then let those
+    pools' queues start what still fits."""
+    priority, floats, ints, running, lengths, modes = st[2], st[3], st[4], st[8], st[9], st[5]
+    installed, failed, out_of_service = fleet[0], fleet[1], fleet[2]
+    n_pools = installed.shape[0]
+    now = k * step_s
+    need = np.zeros(0, dtype=np.int64)
+    touched = np.zeros(n_pools, dtype=np.bool_)
+    for p in range(n_pools):
+        if modes[p] != MODE_PREEMPT or lengths[p, 1] == 0:
+            continue
+        if need.shape[0] == 0:
+            need = _need(now, step_s, st, serve, fleet)
+        deficit = need[p] - (installed[p] - failed[p] - out_of_service[p] - lengths[p, 2])
+        while deficit > 0 and lengths[p, 1] > 0:
+            victim, best = -1, (0, 0.0, 0)
+            for r in range(lengths[p, 1]):
+                job = running[p, r]
+                key = (priority[job], -floats[job, F_SINCE], -job)
+                if victim < 0 or key < best:
+                    victim, best = job, key
+            _release(victim, now, st, fleet)
+            ints[victim, I_PREEMPTIONS] += 1
+            ints[victim, I_RESTART] = 1
+            _enqueue(victim, st)
+            deficit -= st[1][victim]
+            touched[p] = True
+    for p in range(n_pools):
+        if touched[p]:
+            _try_start(p, now, policy, step_s, st, serve, fleet)
+
+
+@njit(cache=True)
+def train_and_integrate(k0, k1, until_s, until_key, policy, review_s, rng, st, serve, fleet, queued_out, running_out,
+                        kernel_args):
+    """Integrate steps ``k0 <= k < k1`` with training's events run between them, then the events
+    after the last step that come before SimPy's next event (at ``until_s``: those at that
+    instant too if their key, priority then creation, is below ``until_key``); return
+    ``(next step, code)``.
+
+    Before step ``k`` is integrated, every training event falling in it runs (those at or
+    before its start). Steps with no event between them are integrated in one call, which
+    stops at a step where inference needs GPUs that jobs hold in a ``preempt`` pool: the jobs
+    are preempted at its start (and what that starts runs) before it is integrated, as the
+    SimPy engine does. ``kernel_args`` are :func:`~simulator.path.kernels.integrate_interval`'s
+    arguments after ``k0, k1`` (``stop_from`` among them is replaced). The code is
+    ``LAUNCH_JOB_ENDED`` when a job a launch waits for ended (the engine starts the launch,
+    then calls again).
+    """
+    step_s = kernel_args[0]
+    heap_time, counters = st[10], st[13]
+    k = k0
+    checked = -1  # the step whose preemptions ran already
+    counters[C_NEED_STEP] = -1  # the fleet or the demand may have changed since the last call
+    while k < k1:
+        if run_events(k, until_s, until_key, policy, review_s, step_s, rng, st, serve, fleet):
+            return k, LAUNCH_JOB_ENDED
+        last = k1
+        if counters[C_HEAP] > 0:
+            last = min(k1, max(k + 1, _step_of(heap_time[0], step_s)))
+        queued_out[k:last] = counters[C_QUEUED]
+        running_out[k:last] = counters[C_RUNNING]
+        stop_from = k + 1 if checked == k else k
+        reached = integrate_interval(k, last, *kernel_args[:20], stop_from, *kernel_args[21:])
+        counters[C_NEED_STEP] = -1  # failures in those steps changed the fleet
+        if reached < last:
+            preempt_for_inference(reached, policy, step_s, st, serve, fleet)
+            checked = reached
+            k = reached
+        else:
+            k = last
+    if run_events(1 << 62, until_s, until_key, policy, review_s, step_s, rng, st, serve, fleet):
+        return k1, LAUNCH_JOB_ENDED
+    return k1, REACHED

@@ -1,0 +1,94 @@
+"""The compiled training loop's state: a path's jobs, queues, running sets and event heap as
+arrays that :mod:`simulator.path.training.loop` reads and writes, call after call."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from simulator.path.training.loop import (
+    C_NEED_STEP,
+    C_STOPPED_JOB,
+    EV_REVIEW_INIT,
+    EV_SUBMIT,
+    F_CKPT,
+    F_CKPT_TIME,
+    F_DONE,
+    F_END,
+    F_HELD,
+    F_RATE,
+    F_RESTART,
+    F_SINCE,
+    F_START,
+    F_SUBMIT,
+    F_WORK,
+    I_INTERRUPTIONS,
+    I_LAUNCH,
+    I_PREEMPTIONS,
+    I_RESTART,
+    I_RUNNING,
+    MODE_CODES,
+    MODE_DEDICATED,
+    URGENT,
+    _push,
+)
+
+
+class TrainingState:
+    """A path's jobs (in submission order), queues, running sets and event heap, as arrays."""
+
+    def __init__(self, jobs, n_pools: int, n_steps: int, modes, partitions, review_s: float, launch_jobs) -> None:
+        """``jobs``: a :class:`~simulator.path.training.job_table.JobTable`."""
+        n = len(jobs)
+        c = jobs.columns
+        self.n_jobs = n
+        self.pool, self.gpus, self.priority = c["pool"], c["gpus"], c["priority"]
+        self.floats = np.zeros((n, 13))  # columns F_*
+        f = self.floats
+        for column, name in ((F_SUBMIT, "submit_s"), (F_WORK, "work_s"), (F_CKPT, "checkpoint_s"),
+                             (F_CKPT_TIME, "checkpoint_time_s"), (F_RESTART, "restart_s"),
+                             (F_RATE, "failure_rate_gpu_s")):
+            f[:, column] = c[name]
+        f[:, F_START] = np.nan
+        f[:, F_END] = np.nan
+        self.ints = np.zeros((n, 6), dtype=np.int64)  # columns I_*
+        if launch_jobs:
+            self.ints[:, I_LAUNCH] = [int(name in launch_jobs) for name in jobs.names]
+        self.modes = np.array([MODE_CODES[m] for m in modes], dtype=np.int64)
+        self.partitions = np.asarray(partitions, dtype=np.int64)
+        self.review_s = float(review_s)
+        self.queue = np.zeros((n_pools, max(n, 1)), dtype=np.int64)
+        self.running = np.zeros((n_pools, max(n, 1)), dtype=np.int64)
+        self.lengths = np.zeros((n_pools, 3), dtype=np.int64)  # queue length, running count, GPUs held
+        size = 2 * n + 2 * n_pools + 8
+        self.heap_time = np.zeros(size)
+        self.heap_key = np.zeros(size, dtype=np.int64)
+        self.heap_event = np.zeros((size, 3), dtype=np.int64)  # kind, job or pool, job version
+        self.counters = np.zeros(8, dtype=np.int64)
+        self.counters[C_NEED_STEP] = -1
+        self.need = np.zeros(n_pools, dtype=np.int64)  # inference's GPUs per pool in step C_NEED_STEP
+        self.scratch = (np.zeros(n + 1, dtype=np.int64), np.zeros(n + 1), np.zeros(n + 1, dtype=np.int64))
+        self.queued_per_step = np.zeros(n_steps, dtype=np.int64)
+        self.running_per_step = np.zeros(n_steps, dtype=np.int64)
+
+    def start(self) -> None:
+        """Start the pools' reviews and the submitter at time 0 (urgent, as SimPy starts a
+        process), numbered from ``counters[C_SEQ]``."""
+        if not self.n_jobs:
+            return
+        for p in sorted(set(self.pool.tolist())):  # the order the SimPy engine starts their reviews in
+            if self.modes[p] != MODE_DEDICATED:
+                _push(self.heap_time, self.heap_key, self.heap_event, self.counters, 0.0, URGENT, EV_REVIEW_INIT, p, 0)
+        _push(self.heap_time, self.heap_key, self.heap_event, self.counters, 0.0, URGENT, EV_SUBMIT, -1, 0)
+
+    def stopped_job(self) -> int:
+        return int(self.counters[C_STOPPED_JOB])
+
+    def finish(self, jobs) -> None:
+        """Set each job's outcome on ``jobs`` (the JobTable it was built from)."""
+        f, i = self.floats, self.ints
+        jobs.outcome = {
+            "done_s": f[:, F_DONE].copy(), "start_s": f[:, F_START].copy(), "end_s": f[:, F_END].copy(),
+            "held_gpu_s": f[:, F_HELD].copy(), "running_since": f[:, F_SINCE].copy(),
+            "preemptions": i[:, I_PREEMPTIONS].copy(), "interruptions": i[:, I_INTERRUPTIONS].copy(),
+            "needs_restart": i[:, I_RESTART].astype(bool), "running": i[:, I_RUNNING].astype(bool),
+        }
