@@ -55,55 +55,71 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
         full = pd.MultiIndex.from_product([paths, months], names=["path", "month"])
         monthly = monthly.reindex(full, fill_value=0.0)
     monthly = monthly.reset_index()
-    out = pd.DataFrame({"path": monthly["path"], "month": monthly["month"]})
-    out["revenue_usd"] = monthly["revenue_usd"]
+    # Columns as arrays, assembled into the frame once (inserting ~45 columns one by one into a
+    # DataFrame cost more than all the rest of a path's statements).
+    col = {name: monthly[name].to_numpy() for name in monthly.columns}
+    path = col["path"]
+    out: dict[str, np.ndarray] = {"path": path, "month": col["month"]}
+    out["revenue_usd"] = col["revenue_usd"]
     for name in ("depreciation", "cloud", "energy", "facility"):
-        out[f"cogs_{name}_usd"] = monthly[f"cost_{name}_usd"] - monthly[f"rnd_{name}_usd"]
-    out["cogs_api_usd"] = monthly["cost_api_usd"]  # part of cogs_cloud_usd
-    out["cogs_other_usd"] = monthly["cost_other_usd"]
-    out["cogs_usd"] = monthly["cogs_usd"]
+        out[f"cogs_{name}_usd"] = col[f"cost_{name}_usd"] - col[f"rnd_{name}_usd"]
+    out["cogs_api_usd"] = col["cost_api_usd"]  # part of cogs_cloud_usd
+    out["cogs_other_usd"] = col["cost_other_usd"]
+    out["cogs_usd"] = col["cogs_usd"]
     out["gross_margin_usd"] = out["revenue_usd"] - out["cogs_usd"]
-    revenue = out["revenue_usd"].where(out["revenue_usd"] > 0)
+    revenue = np.where(out["revenue_usd"] > 0, out["revenue_usd"], np.nan)
     out["gross_margin_pct"] = 100.0 * out["gross_margin_usd"] / revenue
     for name in ("depreciation", "cloud", "energy", "facility"):
-        out[f"rnd_{name}_usd"] = monthly[f"rnd_{name}_usd"]
-    out["rnd_compute_usd"] = monthly["rnd_compute_usd"]
+        out[f"rnd_{name}_usd"] = col[f"rnd_{name}_usd"]
+    out["rnd_compute_usd"] = col["rnd_compute_usd"]
     lines = opex if opex is not None else pd.DataFrame(index=pd.DatetimeIndex([], name="month"))
+    months = pd.Series(col["month"])
     for name in lines.columns:
-        out[f"opex_{name}_usd"] = out["month"].map(lines[name]).fillna(0.0).to_numpy()
-    out["opex_usd"] = out[[f"opex_{name}_usd" for name in lines.columns]].sum(axis=1) if len(lines.columns) else 0.0
-    out["depreciation_amortization_usd"] = monthly["cost_depreciation_usd"]
+        out[f"opex_{name}_usd"] = months.map(lines[name]).fillna(0.0).to_numpy()
+    out["opex_usd"] = (np.sum([out[f"opex_{name}_usd"] for name in lines.columns], axis=0)
+                       if len(lines.columns) else np.zeros(len(path)))
+    out["depreciation_amortization_usd"] = col["cost_depreciation_usd"]
     out["ebit_usd"] = out["gross_margin_usd"] - out["rnd_compute_usd"] - out["opex_usd"]
     out["ebitda_usd"] = out["ebit_usd"] + out["depreciation_amortization_usd"]
     out["operating_result_usd"] = out["ebit_usd"]
-    out["capex_usd"] = monthly["capex_usd"]
-    drawn, principal, interest = _financing(out, financing)
+    out["capex_usd"] = col["capex_usd"]
+    drawn, principal, interest = _financing(path, out["capex_usd"], financing)
     out["interest_usd"] = interest
     out["ebt_usd"] = out["ebit_usd"] - interest
-    out["tax_usd"] = tax_rate * out["ebt_usd"].clip(lower=0.0)
+    out["tax_usd"] = tax_rate * np.clip(out["ebt_usd"], 0.0, None)
     out["net_income_usd"] = out["ebt_usd"] - out["tax_usd"]
     out["net_result_usd"] = out["net_income_usd"]
     out["operating_cash_flow_usd"] = out["ebitda_usd"] - interest - out["tax_usd"]
     out["loan_drawn_usd"] = drawn
     out["loan_repaid_usd"] = principal
     out["cash_flow_usd"] = out["operating_cash_flow_usd"] - out["capex_usd"] + drawn - principal
-    by_path = out.groupby("path")
-    out["cumulative_cash_usd"] = by_path["cash_flow_usd"].cumsum()
+    out["cumulative_cash_usd"] = _cumsum_by_path(path, out["cash_flow_usd"])
     out["cash_balance_usd"] = financing.opening_cash_usd + out["cumulative_cash_usd"]
-    out["debt_balance_usd"] = (out["loan_drawn_usd"] - out["loan_repaid_usd"]).groupby(out["path"]).cumsum()
-    out["served_tokens"] = monthly["served_tokens"]
-    out["cost_per_1m_tokens_usd"] = out["cogs_usd"] / (out["served_tokens"] / 1e6).where(out["served_tokens"] > 0)
-    out["subscriber_months"] = monthly["subscriber_months"]
-    out["demand_requests"] = monthly["demand_requests"]
-    out["unserved_requests"] = monthly["unserved_requests"]
-    available = monthly["gpus_available"].where(monthly["gpus_available"] > 0)
-    out["utilization"] = (monthly["busy"] / available).fillna(0.0)
+    out["debt_balance_usd"] = _cumsum_by_path(path, out["loan_drawn_usd"] - out["loan_repaid_usd"])
+    out["served_tokens"] = col["served_tokens"]
+    tokens = np.where(out["served_tokens"] > 0, out["served_tokens"] / 1e6, np.nan)
+    out["cost_per_1m_tokens_usd"] = out["cogs_usd"] / tokens
+    out["subscriber_months"] = col["subscriber_months"]
+    out["demand_requests"] = col["demand_requests"]
+    out["unserved_requests"] = col["unserved_requests"]
+    available = np.where(col["gpus_available"] > 0, col["gpus_available"], np.nan)
+    out["utilization"] = np.nan_to_num(col["busy"] / available, nan=0.0)
+    return pd.DataFrame(out)
+
+
+def _cumsum_by_path(path: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running sums within each path (rows sorted by path, then month)."""
+    out = np.empty(len(values))
+    starts = np.flatnonzero(np.r_[True, path[1:] != path[:-1]]) if len(path) else np.zeros(0, dtype=np.int64)
+    for first, last in zip(starts, [*starts[1:], len(path)], strict=True):
+        out[first:last] = np.cumsum(values[first:last])
     return out
 
 
-def _financing(pnl: pd.DataFrame, financing: Financing) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _financing(path: np.ndarray, capex_usd: np.ndarray, financing: Financing
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Loan drawn, principal repaid and interest per row, path by path."""
-    n = len(pnl)
+    n = len(path)
     drawn = np.zeros(n)
     principal = np.zeros(n)
     interest = np.zeros(n)
@@ -112,8 +128,8 @@ def _financing(pnl: pd.DataFrame, financing: Financing) -> tuple[np.ndarray, np.
     rate = financing.rate_per_year / 12.0
     months = max(1, round(financing.term_years * 12))
     cap = np.inf if financing.cap_usd is None else financing.cap_usd
-    for _, rows in pnl.groupby("path").indices.items():
-        capex = pnl["capex_usd"].to_numpy()[rows]
+    for _, rows in pd.Series(path).groupby(path).indices.items():
+        capex = capex_usd[rows]
         wanted = financing.share_of_capex * capex
         # Draws in month order up to the cap; past it, purchases are paid from cash.
         loans = np.diff(np.minimum(np.cumsum(wanted), cap), prepend=0.0)

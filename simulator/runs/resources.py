@@ -26,10 +26,10 @@ from simulator.scenario import Scenario
 
 # An interpreter with NumPy, pandas, SimPy and the kernels loaded: ~230 MB measured for a pool
 # worker; the main process, when it runs the paths itself, may also be compiling the kernels
-# and the training loop (numba's cache is cold on a fresh install): ~450 MB more (the probe of
+# and the training loop (numba's cache is cold on a fresh install): ~500 MB more (the probe of
 # tests/test_extremes.py: 1.00 GB cold, 0.78 GB warm, 60 days of minute steps).
 WORKER_BASE_BYTES = 400e6
-MAIN_BASE_BYTES = 750e6
+MAIN_BASE_BYTES = 800e6
 MARGIN = 1.25
 TIMESERIES_BYTES_PER_ROW = 41 * 8
 

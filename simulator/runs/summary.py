@@ -96,14 +96,18 @@ def _path_starts(timeseries: pd.DataFrame) -> np.ndarray:
 
 
 def add_ratios(sums: pd.DataFrame) -> pd.DataFrame:
-    """``sums`` with every ratio of :data:`RATIOS` whose parts it holds, row by row."""
-    out = sums.copy()
+    """``sums`` with every ratio of :data:`RATIOS` whose parts it holds, row by row (a ratio
+    already there is replaced in its place, new ones follow in the order of RATIOS)."""
+    ratios = {}
     for name, (numerator, denominator, scale, empty) in RATIOS.items():
-        if numerator in out and denominator in out:
-            below = out[denominator].where(out[denominator] > 0)
-            ratio = scale * out[numerator] / below
-            out[name] = ratio if empty is None else ratio.fillna(empty)
-    return out
+        if numerator in sums and denominator in sums:
+            below = sums[denominator].to_numpy(dtype=float)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                ratio = scale * sums[numerator].to_numpy(dtype=float) / np.where(below > 0, below, np.nan)
+            ratios[name] = ratio if empty is None else np.where(np.isnan(ratio), empty, ratio)
+    columns = {name: (ratios[name] if name in ratios else sums[name]) for name in sums.columns}
+    columns.update((name, values) for name, values in ratios.items() if name not in columns)
+    return pd.DataFrame(columns, index=sums.index)
 
 
 def pooled_ratios(totals: pd.DataFrame) -> dict[str, float | None]:

@@ -39,6 +39,7 @@ EV_JOB_SEGMENT = 5  # a checkpoint segment ends (work saved)
 EV_JOB_FAILED = 6  # a GPU of the job failed: the segment's work is lost
 URGENT, NORMAL = 0, 1  # SimPy's priorities: a process start comes before timeouts at one instant
 SEQ_BITS = 1 << 40
+_ALL_STEPS = 1 << 40  # a step bound past any horizon
 
 MODE_DEDICATED, MODE_LEFTOVER, MODE_PREEMPT = 0, 1, 2
 POLICY_FIFO, POLICY_PRIORITY, POLICY_SHORTEST, POLICY_EASY = 0, 1, 2, 3
@@ -57,7 +58,7 @@ F_SUBMIT, F_WORK, F_CKPT, F_CKPT_TIME, F_RESTART, F_RATE, F_DONE, F_START, F_END
 I_LAUNCH, I_PREEMPTIONS, I_INTERRUPTIONS, I_RESTART, I_RUNNING, I_VERSION = range(6)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _push(heap_time, heap_key, heap_event, counters, time, priority, kind, arg, version):
     seq = counters[C_SEQ]
     counters[C_SEQ] = seq + 1
@@ -120,7 +121,7 @@ def remaining_wall(floats, ints, j):
     return (floats[j, F_RESTART] if ints[j, I_RESTART] else 0.0) + left + writes * floats[j, F_CKPT_TIME]
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _step_of(seconds, step_s):
     """The first step that starts at or after ``seconds`` (as ``CompiledScenario.step_at_or_after``)."""
     return max(0, math.ceil(seconds / step_s - 1e-9))
@@ -156,14 +157,14 @@ def _free(p, now, step_s, st, serve, fleet):
     return max(available - held - _need(now, step_s, st, serve, fleet)[p], 0)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _schedule(st, now, kind, arg, priority=NORMAL):
     heap_time, heap_key, heap_event, counters = st[10], st[11], st[12], st[13]
     version = st[4][arg, I_VERSION] if kind >= EV_JOB_INIT else 0
     _push(heap_time, heap_key, heap_event, counters, now, priority, kind, arg, version)
 
 
-@njit(cache=True)
+@njit(cache=True, inline="always")
 def _set_training(p, st, fleet):
     """The GPUs jobs hold in pool ``p``, as the fleet (and the step kernel) sees them."""
     fleet[3][p] = st[9][p, 2]
@@ -259,22 +260,16 @@ def _chosen(p, free, now, policy, st):
         return started[:count]
     head = waiting[i]
     # Shadow time: when enough running jobs (and those just started) have ended for the head
-    # to fit; they are kept sorted by (end, GPUs) as they are added.
+    # to fit, taking them by (end, GPUs).
     n_running = lengths[p, 1]
-    size = 0
-    for r in range(n_running + count):
-        job = running[p, r] if r < n_running else started[r - n_running]
-        end, g = now + remaining_wall(floats, ints, job), gpus[job]
-        at = size
-        while at > 0 and (ends[at - 1] > end or (ends[at - 1] == end and sizes[at - 1] > g)):
-            ends[at] = ends[at - 1]
-            sizes[at] = sizes[at - 1]
-            at -= 1
-        ends[at] = end
-        sizes[at] = g
-        size += 1
-    available, shadow, extra = free, np.inf, 0
+    size = n_running + count
     for r in range(size):
+        job = running[p, r] if r < n_running else started[r - n_running]
+        ends[r], sizes[r] = now + remaining_wall(floats, ints, job), gpus[job]
+    by_size = np.argsort(sizes[:size], kind="mergesort")
+    order = by_size[np.argsort(ends[:size][by_size], kind="mergesort")]
+    available, shadow, extra = free, np.inf, 0
+    for r in order:
         available += sizes[r]
         if available >= gpus[head]:
             shadow, extra = ends[r], available - gpus[head]
@@ -476,6 +471,6 @@ def train_and_integrate(k0, k1, until_s, until_key, policy, review_s, rng, st, s
             k = reached
         else:
             k = last
-    if run_events(1 << 62, until_s, until_key, policy, review_s, step_s, rng, st, serve, fleet):
+    if run_events(k1 + _ALL_STEPS, until_s, until_key, policy, review_s, step_s, rng, st, serve, fleet):
         return k1, LAUNCH_JOB_ENDED
     return k1, REACHED
