@@ -259,6 +259,13 @@ def _chosen(p, free, now, policy, st):
     if policy != POLICY_EASY or i == n or free <= 0:
         return started[:count]
     head = waiting[i]
+    fits = False  # can any later job start now at all? (the shadow time is not needed if not)
+    for w in range(i + 1, n):
+        if gpus[waiting[w]] <= free:
+            fits = True
+            break
+    if not fits:
+        return started[:count]
     # Shadow time: when enough running jobs (and those just started) have ended for the head
     # to fit, taking them by (end, GPUs).
     n_running = lengths[p, 1]
