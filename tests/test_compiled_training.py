@@ -19,7 +19,7 @@ from simulator.path.compiled import compile_scenario
 from simulator.path.engine import run_path
 
 
-def _world(policy: str, days: int = 12) -> dict:
+def _world(policy: str, days: int = 12, first_mode: str = "preempt") -> dict:
     stream = {"arrivals_per_hour": 0.6, "gpus": {"choices": [1, 2, 4, 8], "weights": [4, 3, 2, 1]},
               "duration": {"dist": "lognormal", "median": "3h", "p90": "14h"}, "checkpoint_interval": "40min",
               "checkpoint_time": "2min", "restart_time": "7min", "failure_rate_per_gpu_hour": 0.004}
@@ -29,7 +29,7 @@ def _world(policy: str, days: int = 12) -> dict:
         "seed": 5,
         "fleet": {"pools": [
             {"name": "pre", "gpu": "H100", "acquisition": {"type": "owned", "price_usd": 30000}, "count": 24,
-             "training": {"mode": "preempt"}, "changes": [{"at": "4d", "add": 8}],
+             "training": {"mode": first_mode}, "changes": [{"at": "4d", "add": 8}],
              "failures": {"rate_per_gpu_hour": 0.002, "blast_radius": 2, "repair": {"dist": "exponential", "mean": "6h"}}},
             {"name": "left", "gpu": "H100", "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 2.5}, "count": 16,
              "training": {"mode": "leftover"}},
@@ -86,3 +86,67 @@ def test_the_compiled_loop_agrees_on_the_shipped_launch_scenario():
         assert compiled[0] == reference[0] and len(reference[0]) > 1000
         for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
             np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_job_preempted_every_other_hour_agrees_and_its_void_events_do_not_overflow():
+    # One 8-GPU job on 8 GPUs, no checkpoints, 60 h of work; inference wants about 4 GPUs in
+    # every odd hour and none in even hours. Each preemption leaves its run's pending end in the event heap (sized for two
+    # events per job): dozens of them in three days, dropped when the heap fills.
+    data = _world("fifo", days=3)
+    data["fleet"]["pools"] = [{"name": "pre", "gpu": "H100", "acquisition": {"type": "owned", "price_usd": 0},
+                               "count": 8, "training": {"mode": "preempt"}}]
+    points = [{"at": f"{60 * h + m}min", "rps": 4.0 * (h % 2)} for h in range(72) for m in (0, 59)]
+    data["models"] = [{"name": "m", "pools": ["pre"], "gpus_per_replica": 1, "capacity_rps": 1.0,
+                       "demand": {"noise": "none", "growth": {"kind": "piecewise", "extrapolate": "hold",
+                                                               "points": points}}}]
+    data["training"] = {"jobs": [{"name": "j", "pool": "pre", "gpus": 8, "duration": "60h", "restart_time": "6min"}]}
+    plan = compile_scenario(simulator.load_scenario(data))
+    reference = _outcome(run_path(plan, 1, 0, training_loop="simpy"))
+    compiled = _outcome(run_path(plan, 1, 0, training_loop="compiled"))
+    assert compiled[0] == reference[0] and reference[0][0][5] > 30
+    for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+def test_without_a_preempt_pool_jobs_see_the_failures_up_to_their_step():
+    # No pool gives way to inference here, but the pools fail: both loops integrate the steps
+    # up to each event, so a job's start sees the GPUs down by then.
+    plan = compile_scenario(simulator.load_scenario(_world("easy_backfill", first_mode="leftover")))
+    for path in range(3):
+        reference = _outcome(run_path(plan, 2, path, training_loop="simpy"))
+        compiled = _outcome(run_path(plan, 2, path, training_loop="compiled"))
+        assert compiled[0] == reference[0]
+        for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
+            np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("delay", ["0h", "1h", "90min"])
+def test_a_launch_lands_in_the_autoscalers_order_at_the_same_instant(delay):
+    # The fine-tune ends at 54 h, on an hour the cloud pool's autoscaler decides; the launch's
+    # demand starts `delay` later. Whether the decision at that instant sees the new demand
+    # depends on which event SimPy created first: the compiled loop must keep that order.
+    data = {
+        "name": "launch-order", "horizon": {"start": "2026-01-01", "duration": "4d", "step": "1h"}, "seed": 5,
+        "fleet": {"pools": [
+            {"name": "lab", "gpu": "H100", "acquisition": {"type": "owned", "price_usd": 30000}, "count": 8,
+             "training": {"mode": "dedicated", "partition_gpus": 8}},
+            {"name": "cloud", "gpu": "H100", "count": 0,
+             "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 2.5, "max_count": 64,
+                             "autoscale": {"policy": "reactive", "interval": "1h"}}},
+        ]},
+        "models": [
+            {"name": "chat", "pools": ["cloud"], "gpus_per_replica": 1, "capacity_rps": 4.0,
+             "demand": {"base_rps": 8, "noise": "none"}},
+            {"name": "next", "pools": ["cloud"], "gpus_per_replica": 1, "capacity_rps": 4.0,
+             "demand": {"base_rps": 20, "noise": "none", "start": {"after_job": "tune", "delay": delay}}},
+        ],
+        "training": {"policy": "fifo", "review_every": "1h",
+                     "jobs": [{"name": "tune", "pool": "lab", "gpus": 8, "duration": "30h", "submit": "1d"}]},
+        "pricing": {"input_usd_per_1m": 1, "output_usd_per_1m": 2},
+    }
+    plan = compile_scenario(simulator.load_scenario(data))
+    reference = _outcome(run_path(plan, 1, 0, training_loop="simpy"))
+    compiled = _outcome(run_path(plan, 1, 0, training_loop="compiled"))
+    assert compiled[0] == reference[0] and reference[0][0][3] == 54 * 3600
+    for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
+        np.testing.assert_array_equal(ours, theirs)

@@ -108,12 +108,8 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
 
 
 def _cumsum_by_path(path: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Running sums within each path (rows sorted by path, then month)."""
-    out = np.empty(len(values))
-    starts = np.flatnonzero(np.r_[True, path[1:] != path[:-1]]) if len(path) else np.zeros(0, dtype=np.int64)
-    for first, last in zip(starts, [*starts[1:], len(path)], strict=True):
-        out[first:last] = np.cumsum(values[first:last])
-    return out
+    """Running sums within each path (pandas' grouped sum: compensated, NaN skipped)."""
+    return pd.Series(values).groupby(path).cumsum().to_numpy()
 
 
 def _financing(path: np.ndarray, capex_usd: np.ndarray, financing: Financing

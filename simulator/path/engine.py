@@ -370,7 +370,7 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
         queued, running, jobs = compiled.finish() if compiled.jobs else (*_no_training(plan), [])
     else:  # the SimPy processes of simulator.path.training.scheduler: the reference
         training = start_training(env, fleet, clock, plan, generator)
-        if training.jobs and plan.preempt.any():
+        if training.jobs:  # a job's decision sees failures up to the step it falls in
             _run_integrating_ahead(env, clock, horizon)
         else:
             env.run(until=horizon)

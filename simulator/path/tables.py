@@ -186,7 +186,7 @@ def jobs_table(results: Sequence[PathResult], start: pd.Timestamp, plan: Compile
     if parts:
         frame = pd.DataFrame({name: np.concatenate([part[name] for part in parts]) for name in columns})
     else:
-        frame = pd.DataFrame({name: [] for name in columns})
+        frame = pd.DataFrame(columns=columns)
     for name in ("submit", "start", "end"):
         frame[f"{name}_time"] = start + pd.to_timedelta(frame.pop(f"{name}_s").astype(float), unit="s")
     frame["useful_gpu_hours"] = frame["done_s"] * frame["gpus"] / 3600.0

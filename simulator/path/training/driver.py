@@ -9,6 +9,7 @@ job that a launch waits for ends, the call returns and the launch becomes a SimP
 
 from __future__ import annotations
 
+import heapq
 import itertools
 from contextlib import contextmanager
 
@@ -18,10 +19,13 @@ import simpy
 from simulator.path.streams import STREAM_TRAINING
 from simulator.path.training.job_table import JobTable
 from simulator.path.training.loop import (
+    C_LAUNCH_ID,
     C_SEQ,
     F_END,
     LAUNCH_JOB_ENDED,
+    NORMAL,
     POLICY_CODES,
+    SEQ_BITS,
     train_and_integrate,
 )
 from simulator.path.training.loop_state import TrainingState
@@ -83,19 +87,29 @@ class CompiledTraining:
                 self.done_until = (until_s, until_key)
                 return
             ended = float(state.floats[state.stopped_job(), F_END])
-            for model, delay, factor, rng in self.launches[self.jobs.names[state.stopped_job()]]:
-                at = ended + delay
-                if at < plan.horizon_s:
-                    self.env.process(_launch_at(self.env, clock, plan, model, at, factor, rng))
-                    if at < until_s:  # the launch changes demand from then on: stop before it
-                        until_s, until_key = at, -1
+            launch_id = int(state.counters[C_LAUNCH_ID])
+            self._job_ended(clock, ended, launch_id, self.launches[self.jobs.names[state.stopped_job()]])
+            # SimPy now runs that event before training goes on past it.
+            until_s, until_key = min((until_s, until_key), (ended, NORMAL * SEQ_BITS + launch_id))
+
+    def _job_ended(self, clock, ended_s: float, event_id: int, launches) -> None:
+        """The event of a launch's job ending, put in SimPy's queue at the job's end with the id
+        the loop reserved for it (``Environment._queue``: the reference's ``finished`` event).
+        When it runs, each launch waits its delay, then its demand starts."""
+        env, plan = self.env, self.plan
+        ended = env.event()
+        ended._ok, ended._value = True, None  # triggered: SimPy runs its callbacks when it comes up
+
+        def wait(_event, model, delay, factor, rng):
+            if ended_s + delay < plan.horizon_s:
+                env.timeout(delay).callbacks.append(lambda _: launch_demand(clock, plan, model, factor, rng))
+
+        for model, delay, factor, rng in launches:
+            ended.callbacks.append(lambda event, m=model, d=delay, f=factor, r=rng: wait(event, m, d, f, r))
+        heapq.heappush(env._queue, (ended_s, NORMAL, event_id, ended))
 
     def finish(self):
         """The log the tables read: per-step counts, and each job's outcome on its record."""
         self.state.finish(self.jobs)
         return self.state.queued_per_step, self.state.running_per_step, self.jobs
 
-
-def _launch_at(env: simpy.Environment, clock, plan, model: int, at_s: float, factor, rng: np.random.Generator):
-    yield env.timeout(max(0.0, at_s - env.now))
-    launch_demand(clock, plan, model, factor, rng)

@@ -48,7 +48,7 @@ POLICY_CODES = {"fifo": POLICY_FIFO, "priority": POLICY_PRIORITY, "shortest_firs
 MODE_CODES = {"dedicated": MODE_DEDICATED, "leftover": MODE_LEFTOVER, "preempt": MODE_PREEMPT}
 
 # Integer counters (TrainingState.counters, simulator.path.training.loop_state).
-C_HEAP, C_SEQ, C_NEXT_JOB, C_STOPPED_JOB, C_QUEUED, C_RUNNING, C_NEED_STEP = range(7)
+C_HEAP, C_SEQ, C_NEXT_JOB, C_STOPPED_JOB, C_QUEUED, C_RUNNING, C_NEED_STEP, C_LAUNCH_ID = range(8)
 # Return codes of ``train_and_integrate``.
 REACHED, LAUNCH_JOB_ENDED = 0, 1
 
@@ -80,34 +80,60 @@ def _push(heap_time, heap_key, heap_event, counters, time, priority, kind, arg, 
 
 
 @njit(cache=True)
+def _sift_down(heap_time, heap_key, heap_event, i, n):
+    """Move entry ``i`` down the first ``n`` entries until both children come after it."""
+    time, key = heap_time[i], heap_key[i]
+    e0, e1, e2 = heap_event[i, 0], heap_event[i, 1], heap_event[i, 2]
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        right = child + 1
+        if right < n and (heap_time[right] < heap_time[child] or (
+                heap_time[right] == heap_time[child] and heap_key[right] < heap_key[child])):
+            child = right
+        if time < heap_time[child] or (time == heap_time[child] and key < heap_key[child]):
+            break
+        heap_time[i] = heap_time[child]
+        heap_key[i] = heap_key[child]
+        heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = heap_event[child, 0], heap_event[child, 1], \
+            heap_event[child, 2]
+        i = child
+    heap_time[i] = time
+    heap_key[i] = key
+    heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = e0, e1, e2
+
+
+@njit(cache=True)
 def _pop(heap_time, heap_key, heap_event, counters):
     """Remove the earliest event; return (kind, arg, version)."""
     kind, arg, version = heap_event[0, 0], heap_event[0, 1], heap_event[0, 2]
     n = counters[C_HEAP] - 1
     counters[C_HEAP] = n
     if n > 0:
-        time, key = heap_time[n], heap_key[n]
-        e0, e1, e2 = heap_event[n, 0], heap_event[n, 1], heap_event[n, 2]
-        i = 0
-        while True:
-            child = 2 * i + 1
-            if child >= n:
-                break
-            right = child + 1
-            if right < n and (heap_time[right] < heap_time[child] or (
-                    heap_time[right] == heap_time[child] and heap_key[right] < heap_key[child])):
-                child = right
-            if time < heap_time[child] or (time == heap_time[child] and key < heap_key[child]):
-                break
-            heap_time[i] = heap_time[child]
-            heap_key[i] = heap_key[child]
-            heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = heap_event[child, 0], heap_event[child, 1], \
-                heap_event[child, 2]
-            i = child
-        heap_time[i] = time
-        heap_key[i] = key
-        heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = e0, e1, e2
+        heap_time[0] = heap_time[n]
+        heap_key[0] = heap_key[n]
+        heap_event[0, 0], heap_event[0, 1], heap_event[0, 2] = heap_event[n, 0], heap_event[n, 1], heap_event[n, 2]
+        _sift_down(heap_time, heap_key, heap_event, 0, n)
     return kind, arg, version
+
+
+@njit(cache=True)
+def _drop_void(heap_time, heap_key, heap_event, counters, ints):
+    """Remove the events of runs that were preempted (left in place until they come up) and
+    rebuild the heap. Keys are unique, so the order events come out in does not change."""
+    kept = 0
+    for i in range(counters[C_HEAP]):
+        kind, arg = heap_event[i, 0], heap_event[i, 1]
+        if kind >= EV_JOB_INIT and heap_event[i, 2] != ints[arg, I_VERSION]:
+            continue
+        heap_time[kept] = heap_time[i]
+        heap_key[kept] = heap_key[i]
+        heap_event[kept, 0], heap_event[kept, 1], heap_event[kept, 2] = kind, arg, heap_event[i, 2]
+        kept += 1
+    counters[C_HEAP] = kept
+    for i in range(kept // 2 - 1, -1, -1):
+        _sift_down(heap_time, heap_key, heap_event, i, kept)
 
 
 @njit(cache=True)
@@ -160,6 +186,8 @@ def _free(p, now, step_s, st, serve, fleet):
 @njit(cache=True, inline="always")
 def _schedule(st, now, kind, arg, priority=NORMAL):
     heap_time, heap_key, heap_event, counters = st[10], st[11], st[12], st[13]
+    if counters[C_HEAP] == heap_time.shape[0]:  # full of void events: at most one live per job
+        _drop_void(heap_time, heap_key, heap_event, counters, st[4])
     version = st[4][arg, I_VERSION] if kind >= EV_JOB_INIT else 0
     _push(heap_time, heap_key, heap_event, counters, now, priority, kind, arg, version)
 
@@ -379,11 +407,12 @@ def _handle(kind, arg, now, policy, review_s, step_s, rng, st, serve, fleet):
     floats[j, F_DONE] = floats[j, F_WORK]
     floats[j, F_END] = now
     _release(j, now, st, fleet)
-    _try_start(pools[j], now, policy, step_s, st, serve, fleet)
-    if ints[j, I_LAUNCH]:
+    if ints[j, I_LAUNCH]:  # the id SimPy gives the event of its end, before the starts it allows
         counters[C_STOPPED_JOB] = j
-        return True
-    return False
+        counters[C_LAUNCH_ID] = counters[C_SEQ]
+        counters[C_SEQ] += 1
+    _try_start(pools[j], now, policy, step_s, st, serve, fleet)
+    return ints[j, I_LAUNCH] != 0
 
 
 @njit(cache=True)

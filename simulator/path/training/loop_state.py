@@ -51,8 +51,9 @@ class TrainingState:
         f[:, F_START] = np.nan
         f[:, F_END] = np.nan
         self.ints = np.zeros((n, 6), dtype=np.int64)  # columns I_*
-        if launch_jobs:
-            self.ints[:, I_LAUNCH] = [int(name in launch_jobs) for name in jobs.names]
+        if launch_jobs:  # a launch waits for the last job of its name (as the reference's by-name lookup)
+            last = {name: index for index, name in enumerate(jobs.names) if name in launch_jobs}
+            self.ints[list(last.values()), I_LAUNCH] = 1
         self.modes = np.array([MODE_CODES[m] for m in modes], dtype=np.int64)
         self.partitions = np.asarray(partitions, dtype=np.int64)
         self.review_s = float(review_s)
@@ -75,7 +76,7 @@ class TrainingState:
         process), numbered from ``counters[C_SEQ]``."""
         if not self.n_jobs:
             return
-        for p in sorted(set(self.pool.tolist())):  # the order the SimPy engine starts their reviews in
+        for p in {int(p) for p in self.pool.tolist()}:  # the set, built as the reference builds it, in its order
             if self.modes[p] != MODE_DEDICATED:
                 _push(self.heap_time, self.heap_key, self.heap_event, self.counters, 0.0, URGENT, EV_REVIEW_INIT, p, 0)
         _push(self.heap_time, self.heap_key, self.heap_event, self.counters, 0.0, URGENT, EV_SUBMIT, -1, 0)
