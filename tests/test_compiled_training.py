@@ -54,6 +54,16 @@ def _world(policy: str, days: int = 12, first_mode: str = "preempt") -> dict:
     }
 
 
+def _both_loops(plan, seed: int, path: int):
+    """Run the path with both loops, assert they agree to the bit; the reference's outcome."""
+    reference = _outcome(run_path(plan, seed, path, training_loop="simpy"))
+    compiled = _outcome(run_path(plan, seed, path, training_loop="compiled"))
+    assert compiled[0] == reference[0]
+    for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
+        np.testing.assert_array_equal(ours, theirs)
+    return reference
+
+
 def _outcome(result):
     jobs = [(j.name, j.pool, j.start_s, j.end_s, j.done_s, j.preemptions, j.interruptions, j.held_gpu_s, j.running)
             for j in result.jobs]
@@ -65,11 +75,7 @@ def test_the_compiled_loop_gives_the_simpy_schedule_to_the_bit(policy):
     plan = compile_scenario(simulator.load_scenario(_world(policy)))
     preempted = interrupted = launched = 0
     for path in range(3):
-        reference = _outcome(run_path(plan, 11, path, training_loop="simpy"))
-        compiled = _outcome(run_path(plan, 11, path, training_loop="compiled"))
-        assert compiled[0] == reference[0]
-        for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
-            np.testing.assert_array_equal(ours, theirs)
+        reference = _both_loops(plan, 11, path)
         jobs = reference[0]
         preempted += sum(job[5] for job in jobs)
         interrupted += sum(job[6] for job in jobs)
@@ -81,11 +87,8 @@ def test_the_compiled_loop_gives_the_simpy_schedule_to_the_bit(policy):
 def test_the_compiled_loop_agrees_on_the_shipped_launch_scenario():
     plan = compile_scenario(simulator.load_scenario("scenarios/launch.yaml", ["horizon.duration=120d"]))
     for path in range(2):
-        reference = _outcome(run_path(plan, 3, path, training_loop="simpy"))
-        compiled = _outcome(run_path(plan, 3, path, training_loop="compiled"))
-        assert compiled[0] == reference[0] and len(reference[0]) > 1000
-        for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
-            np.testing.assert_array_equal(ours, theirs)
+        reference = _both_loops(plan, 3, path)
+        assert len(reference[0]) > 1000
 
 
 def test_a_job_preempted_every_other_hour_agrees_and_its_void_events_do_not_overflow():
@@ -101,11 +104,8 @@ def test_a_job_preempted_every_other_hour_agrees_and_its_void_events_do_not_over
                                                                "points": points}}}]
     data["training"] = {"jobs": [{"name": "j", "pool": "pre", "gpus": 8, "duration": "60h", "restart_time": "6min"}]}
     plan = compile_scenario(simulator.load_scenario(data))
-    reference = _outcome(run_path(plan, 1, 0, training_loop="simpy"))
-    compiled = _outcome(run_path(plan, 1, 0, training_loop="compiled"))
-    assert compiled[0] == reference[0] and reference[0][0][5] > 30
-    for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
-        np.testing.assert_array_equal(ours, theirs)
+    reference = _both_loops(plan, 1, 0)
+    assert reference[0][0][5] > 30
 
 
 def test_without_a_preempt_pool_jobs_see_the_failures_up_to_their_step():
@@ -113,11 +113,7 @@ def test_without_a_preempt_pool_jobs_see_the_failures_up_to_their_step():
     # up to each event, so a job's start sees the GPUs down by then.
     plan = compile_scenario(simulator.load_scenario(_world("easy_backfill", first_mode="leftover")))
     for path in range(3):
-        reference = _outcome(run_path(plan, 2, path, training_loop="simpy"))
-        compiled = _outcome(run_path(plan, 2, path, training_loop="compiled"))
-        assert compiled[0] == reference[0]
-        for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
-            np.testing.assert_array_equal(ours, theirs)
+        _both_loops(plan, 2, path)
 
 
 @pytest.mark.parametrize("delay", ["0h", "1h", "90min"])
@@ -145,8 +141,5 @@ def test_a_launch_lands_in_the_autoscalers_order_at_the_same_instant(delay):
         "pricing": {"input_usd_per_1m": 1, "output_usd_per_1m": 2},
     }
     plan = compile_scenario(simulator.load_scenario(data))
-    reference = _outcome(run_path(plan, 1, 0, training_loop="simpy"))
-    compiled = _outcome(run_path(plan, 1, 0, training_loop="compiled"))
-    assert compiled[0] == reference[0] and reference[0][0][3] == 54 * 3600
-    for ours, theirs in zip(compiled[1:], reference[1:], strict=True):
-        np.testing.assert_array_equal(ours, theirs)
+    reference = _both_loops(plan, 1, 0)
+    assert reference[0][0][3] == 54 * 3600

@@ -59,6 +59,22 @@ I_LAUNCH, I_PREEMPTIONS, I_INTERRUPTIONS, I_RESTART, I_RUNNING, I_VERSION = rang
 
 
 @njit(cache=True, inline="always")
+def _move(heap_time, heap_key, heap_event, to, source):
+    """Copy heap entry ``source`` over entry ``to``."""
+    heap_time[to] = heap_time[source]
+    heap_key[to] = heap_key[source]
+    for c in range(3):
+        heap_event[to, c] = heap_event[source, c]
+
+
+@njit(cache=True, inline="always")
+def _put(heap_time, heap_key, heap_event, i, time, key, kind, arg, version):
+    heap_time[i] = time
+    heap_key[i] = key
+    heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = kind, arg, version
+
+
+@njit(cache=True, inline="always")
 def _push(heap_time, heap_key, heap_event, counters, time, priority, kind, arg, version):
     seq = counters[C_SEQ]
     counters[C_SEQ] = seq + 1
@@ -69,14 +85,9 @@ def _push(heap_time, heap_key, heap_event, counters, time, priority, kind, arg, 
         parent = (i - 1) // 2
         if heap_time[parent] < time or (heap_time[parent] == time and heap_key[parent] < key):
             break
-        heap_time[i] = heap_time[parent]
-        heap_key[i] = heap_key[parent]
-        heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = heap_event[parent, 0], heap_event[parent, 1], \
-            heap_event[parent, 2]
+        _move(heap_time, heap_key, heap_event, i, parent)
         i = parent
-    heap_time[i] = time
-    heap_key[i] = key
-    heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = kind, arg, version
+    _put(heap_time, heap_key, heap_event, i, time, key, kind, arg, version)
 
 
 @njit(cache=True)
@@ -94,14 +105,9 @@ def _sift_down(heap_time, heap_key, heap_event, i, n):
             child = right
         if time < heap_time[child] or (time == heap_time[child] and key < heap_key[child]):
             break
-        heap_time[i] = heap_time[child]
-        heap_key[i] = heap_key[child]
-        heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = heap_event[child, 0], heap_event[child, 1], \
-            heap_event[child, 2]
+        _move(heap_time, heap_key, heap_event, i, child)
         i = child
-    heap_time[i] = time
-    heap_key[i] = key
-    heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = e0, e1, e2
+    _put(heap_time, heap_key, heap_event, i, time, key, e0, e1, e2)
 
 
 @njit(cache=True)
@@ -111,9 +117,7 @@ def _pop(heap_time, heap_key, heap_event, counters):
     n = counters[C_HEAP] - 1
     counters[C_HEAP] = n
     if n > 0:
-        heap_time[0] = heap_time[n]
-        heap_key[0] = heap_key[n]
-        heap_event[0, 0], heap_event[0, 1], heap_event[0, 2] = heap_event[n, 0], heap_event[n, 1], heap_event[n, 2]
+        _move(heap_time, heap_key, heap_event, 0, n)
         _sift_down(heap_time, heap_key, heap_event, 0, n)
     return kind, arg, version
 
@@ -127,9 +131,7 @@ def _drop_void(heap_time, heap_key, heap_event, counters, ints):
         kind, arg = heap_event[i, 0], heap_event[i, 1]
         if kind >= EV_JOB_INIT and heap_event[i, 2] != ints[arg, I_VERSION]:
             continue
-        heap_time[kept] = heap_time[i]
-        heap_key[kept] = heap_key[i]
-        heap_event[kept, 0], heap_event[kept, 1], heap_event[kept, 2] = kind, arg, heap_event[i, 2]
+        _move(heap_time, heap_key, heap_event, kept, i)
         kept += 1
     counters[C_HEAP] = kept
     for i in range(kept // 2 - 1, -1, -1):
