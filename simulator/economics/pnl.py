@@ -68,7 +68,8 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
     out["cogs_usd"] = col["cogs_usd"]
     out["gross_margin_usd"] = out["revenue_usd"] - out["cogs_usd"]
     revenue = np.where(out["revenue_usd"] > 0, out["revenue_usd"], np.nan)
-    out["gross_margin_pct"] = 100.0 * out["gross_margin_usd"] / revenue
+    with np.errstate(all="ignore"):  # ratios of tiny or missing parts: inf or NaN, as pandas gives
+        out["gross_margin_pct"] = 100.0 * out["gross_margin_usd"] / revenue
     for name in ("depreciation", "cloud", "energy", "facility"):
         out[f"rnd_{name}_usd"] = col[f"rnd_{name}_usd"]
     out["rnd_compute_usd"] = col["rnd_compute_usd"]
@@ -98,12 +99,15 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
     out["debt_balance_usd"] = _cumsum_by_path(path, out["loan_drawn_usd"] - out["loan_repaid_usd"])
     out["served_tokens"] = col["served_tokens"]
     tokens = np.where(out["served_tokens"] > 0, out["served_tokens"] / 1e6, np.nan)
-    out["cost_per_1m_tokens_usd"] = out["cogs_usd"] / tokens
+    with np.errstate(all="ignore"):
+        out["cost_per_1m_tokens_usd"] = out["cogs_usd"] / tokens
     out["subscriber_months"] = col["subscriber_months"]
     out["demand_requests"] = col["demand_requests"]
     out["unserved_requests"] = col["unserved_requests"]
     available = np.where(col["gpus_available"] > 0, col["gpus_available"], np.nan)
-    out["utilization"] = np.nan_to_num(col["busy"] / available, nan=0.0)
+    with np.errstate(all="ignore"):
+        utilization = col["busy"] / available
+    out["utilization"] = np.where(np.isnan(utilization), 0.0, utilization)
     return pd.DataFrame(out)
 
 

@@ -102,7 +102,7 @@ def add_ratios(sums: pd.DataFrame) -> pd.DataFrame:
     for name, (numerator, denominator, scale, empty) in RATIOS.items():
         if numerator in sums and denominator in sums:
             below = sums[denominator].to_numpy(dtype=float)
-            with np.errstate(divide="ignore", invalid="ignore"):
+            with np.errstate(all="ignore"):  # a zero or tiny denominator: NaN or inf, as pandas gives
                 ratio = scale * sums[numerator].to_numpy(dtype=float) / np.where(below > 0, below, np.nan)
             ratios[name] = ratio if empty is None else np.where(np.isnan(ratio), empty, ratio)
     columns = {name: (ratios[name] if name in ratios else sums[name]) for name in sums.columns}

@@ -106,13 +106,13 @@ def _statement_rows(rows: pd.DataFrame, kind: str) -> list[list[tuple]]:
         return []
     periods = list(dict.fromkeys(rows["period"]))
     lines = list(dict.fromkeys(zip(rows["line"], rows["label"], rows["kind"], strict=True)))
-    cells = rows.set_index(["line", "period"])
     out = []
     for statistic in ("p50", "p10", "p90"):
+        cells = dict(zip(zip(rows["line"], rows["period"], strict=True), rows[statistic], strict=True))
         out.append([(f"{statistic.upper()} across paths, USD (margin in %)", None, True),
                     *((_period_label(period, kind), None, True) for period in periods)])
         for line, label, line_kind in lines:
-            values = [cells.loc[(line, period), statistic] for period in periods]
+            values = [cells[(line, period)] for period in periods]
             out.append([(label.strip(), None, False),
                         *((None if pd.isna(v) else float(v), PERCENT if line_kind == "ratio" else MONEY, False)
                           for v in values)])
@@ -126,10 +126,11 @@ def _cash_rows(statements: pd.DataFrame) -> list[list[tuple]]:
     monthly = statements[statements["period_kind"] == "month"]
     headers = ["month", *[f"{line} (P50)" for line in _CASH_LINES], "cash_balance_usd (P10)", "cash_balance_usd (P90)"]
     out = [[(header, None, True) for header in headers]]
-    by = monthly.set_index(["period", "line"])
+    keys = list(zip(monthly["period"], monthly["line"], strict=True))
+    by = {statistic: dict(zip(keys, monthly[statistic], strict=True)) for statistic in ("p10", "p50", "p90")}
     for period in dict.fromkeys(monthly["period"]):
-        values = [by.loc[(period, line), "p50"] for line in _CASH_LINES]
-        values += [by.loc[(period, "cash_balance_usd"), "p10"], by.loc[(period, "cash_balance_usd"), "p90"]]
+        values = [by["p50"][(period, line)] for line in _CASH_LINES]
+        values += [by["p10"][(period, "cash_balance_usd")], by["p90"][(period, "cash_balance_usd")]]
         out.append([(period.to_pydatetime(), "yyyy-mm", False), *((float(v), MONEY, False) for v in values)])
     return out
 
