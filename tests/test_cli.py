@@ -216,3 +216,33 @@ def test_signals_at_random_moments_leave_the_old_run_or_a_whole_new_one(tmp_path
             summary = json.loads((out / "summary.json").read_text())
             assert summary["paths"] == 6 and (out / "report.html").is_file() and (out / "bands.parquet").is_file()
         assert [p.name for p in tmp_path.iterdir()] == ["run"], (delay, list(tmp_path.iterdir()))
+
+
+_INTERRUPT_IN_A_FINALIZER = """
+import signal, weakref
+from simulator.cli import app
+app.install_interrupt_handlers()
+
+class Held:
+    pass
+
+held = Held()
+watch = weakref.ref(held, lambda _: signal.raise_signal(signal.{sig}))
+try:
+    del held
+    for _ in range(10_000_000):
+        pass
+    print("ran on")
+except KeyboardInterrupt as exc:
+    print(type(exc).__name__)
+"""
+
+
+@pytest.mark.parametrize(("sig", "raised"), [("SIGINT", "KeyboardInterrupt"), ("SIGTERM", "_Terminated")])
+def test_an_interrupt_landing_in_a_finalizer_is_raised_again_quietly(sig, raised):
+    # Python cannot raise out of a weakref callback: it prints "Exception ignored" with a
+    # traceback and runs on. The interrupt must reach the main flow, without that print.
+    done = subprocess.run([sys.executable, "-c", _INTERRUPT_IN_A_FINALIZER.format(sig=sig)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == raised, (done.stdout, done.stderr)
+    assert done.stderr == ""

@@ -11,9 +11,12 @@ see the traceback of an internal error.
 
 from __future__ import annotations
 
+import _thread
 import os
 import signal
 import sys
+import threading
+import time
 import traceback
 import warnings
 
@@ -39,13 +42,58 @@ _interrupted = False
 def _on_sigterm(signum: int, frame: object) -> None:
     global _interrupted
     _interrupted = True
-    raise _Terminated()
+    if not _in_hook:
+        raise _Terminated()
 
 
 def _on_sigint(signum: int, frame: object) -> None:
     global _interrupted
     _interrupted = True
-    raise KeyboardInterrupt
+    if not _in_hook:
+        raise KeyboardInterrupt
+
+
+#: Set once the interrupt reached the command: a later one swallowed in a finalizer is moot.
+_delivered = False
+
+#: True while :func:`_on_unraisable` runs: a signal handled then must not raise inside it.
+_in_hook = False
+
+_default_unraisablehook = sys.unraisablehook
+
+
+def _deliver_again(signum: int) -> None:
+    while _in_hook:
+        time.sleep(0.001)
+    _thread.interrupt_main(signum)
+
+
+def _on_unraisable(unraisable: object) -> None:
+    """An interrupt that landed in a weakref callback or ``__del__`` is raised again.
+
+    Python cannot propagate an exception out of a finalizer: it prints "Exception ignored"
+    with a traceback and carries on, so the command would neither stop nor stay quiet. The
+    signal is delivered once more from another thread once this hook has returned, so that
+    its handler raises in the main flow (called from the main thread it would run here).
+    """
+    global _in_hook
+    exc = getattr(unraisable, "exc_value", None)
+    if not (_interrupted and isinstance(exc, KeyboardInterrupt)):
+        _default_unraisablehook(unraisable)
+        return
+    if _delivered:
+        return
+    _in_hook = True
+    signum = signal.SIGTERM if isinstance(exc, _Terminated) else signal.SIGINT
+    threading.Thread(target=_deliver_again, args=(signum,), daemon=True).start()
+    _in_hook = False
+
+
+def install_interrupt_handlers() -> None:
+    """SIGINT and SIGTERM raise in the main flow, so every ``finally`` runs."""
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    signal.signal(signal.SIGINT, _on_sigint)
+    sys.unraisablehook = _on_unraisable
 
 
 def _fail(message: str, code: int) -> None:
@@ -68,14 +116,15 @@ class FleetcastGroup(click.Group):
     """Maps library exceptions to exit codes and one-line messages."""
 
     def invoke(self, ctx: click.Context) -> object:
-        signal.signal(signal.SIGTERM, _on_sigterm)
-        signal.signal(signal.SIGINT, _on_sigint)
+        global _delivered
+        install_interrupt_handlers()
         warnings.showwarning = _show_warning
         try:
             return super().invoke(ctx)
         except InputError as exc:
             _fail(str(exc), 2)
         except KeyboardInterrupt:
+            _delivered = True
             _fail("interrupted; nothing was written and earlier outputs are untouched", 130)
         except RunFailedError as exc:
             _fail(f"{exc}; nothing was written and earlier outputs are untouched", 1)
@@ -83,6 +132,7 @@ class FleetcastGroup(click.Group):
             raise
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if _interrupted:
+                _delivered = True
                 _fail("interrupted; nothing was written and earlier outputs are untouched", 130)
             if os.environ.get("FLEETCAST_DEBUG"):
                 traceback.print_exc()
