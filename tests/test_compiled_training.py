@@ -11,6 +11,8 @@ deliveries and a launch that waits for a job.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -143,3 +145,10 @@ def test_a_launch_lands_in_the_autoscalers_order_at_the_same_instant(delay):
     plan = compile_scenario(simulator.load_scenario(data))
     reference = _both_loops(plan, 1, 0)
     assert reference[0][0][3] == 54 * 3600
+
+
+def test_an_unknown_training_loop_is_refused():
+    launch = Path(__file__).parents[1] / "scenarios" / "launch.yaml"
+    plan = compile_scenario(simulator.load_scenario(launch, {"horizon.duration": "2d", "variants": {}}))
+    with pytest.raises(ValueError, match="training_loop must be 'compiled' or 'simpy', got 'simp'"):
+        run_path(plan, 1, 0, training_loop="simp")

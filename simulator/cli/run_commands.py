@@ -143,7 +143,7 @@ def run(
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, workers, overrides, quiet: bool) -> None:
     """Run SCENARIO at every combination of parameter values; one row of headline figures each."""
-    from simulator.decisions.runner import run_scenario
+    from simulator.decisions.runner import simulate_points
     from simulator.decisions.sweep import parse_parameters, run_sweep, save_sweep, sweep_points
     from simulator.output import check_output_directory
     from simulator.serving.resolve import load_scenario
@@ -152,10 +152,9 @@ def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, w
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sweep"
     check_output_directory(directory)
     parameters = parse_parameters(params)
-    table = run_sweep(scenario, sweep_points(parameters, zipped),
-                      lambda point: run_scenario(point.model_copy(update={"variants": {}}), paths=paths, seed=seed,
-                                                 workers=workers, show_progress=False),
-                      overrides)
+    table = run_sweep(scenario, sweep_points(parameters, zipped), overrides=overrides, simulate_points=lambda points: (
+        simulate_points({key: point.model_copy(update={"variants": {}}) for key, point in points.items()},
+                        paths=paths, seed=seed, workers=workers, show_progress=not quiet)))
     save_sweep(directory, table, base, parameters)
     if not quiet:
         shown = [*parameters, "share_served_p50", "first_shortfall_p50", "gross_margin_pct_p50",
@@ -201,12 +200,12 @@ def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | No
     if method == "variance":
         _variance_sensitivity(base, directory, samples, seed, workers, quiet)
         return
-    from simulator.decisions.runner import run_scenario
+    from simulator.decisions.runner import simulate_points
     from simulator.decisions.sensitivity import save_sensitivity, sensitivity_table
     from simulator.scenario.labels import format_field_value
 
-    table = sensitivity_table(base, lambda point: run_scenario(point, paths=paths, seed=seed, workers=workers,
-                                                               show_progress=False))
+    table = sensitivity_table(base, simulate_points=lambda points: simulate_points(
+        points, paths=paths, seed=seed, workers=workers, show_progress=not quiet))
     save_sensitivity(directory, table, base)
     if not quiet:
         view = Table(title=f"{base.name}: sensitivity (P50 gross margin, USD)")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator
 from dataclasses import replace
+from typing import Any
 
 from rich.progress import (
     BarColumn,
@@ -22,6 +23,7 @@ from rich.progress import (
 
 from simulator.decisions.variants import VariantResults, variant_scenarios
 from simulator.runs.adaptive import Precision, variant_precision
+from simulator.runs.batch import simulate_all
 from simulator.runs.cluster import dask_executor
 from simulator.runs.limits import DEFAULT_KEEP_PATHS
 from simulator.runs.montecarlo import simulate
@@ -40,7 +42,17 @@ def run_scenario(
     show_progress: bool = True,
     precision: Precision | None = None,
 ) -> Results | VariantResults:
-    """Simulate (every variant, when the scenario has some) with a progress bar on stderr."""
+    """Simulate (every variant, when the scenario has some) with a progress bar on stderr.
+
+    Variants run together on one executor (:func:`simulator.runs.batch.simulate_all`), with
+    one bar over all their paths; with ``precision`` (``--paths auto``) the base runs first
+    and finds the number of paths every variant then runs.
+    """
+    if scenario.variants and precision is None:
+        variants = variant_scenarios(scenario)
+        runs = simulate_points(variants, paths=paths, seed=seed, workers=workers, scheduler=scheduler,
+                               keep_paths=keep_paths, show_progress=show_progress, summaries_only=False)
+        return VariantResults(runs, scenario)
     if scenario.variants:
         runs: dict[str, Results] = {}
         for name, variant in variant_scenarios(scenario).items():
@@ -68,6 +80,27 @@ def run_scenario(
             precision=precision,
             progress=progress,
         )
+
+
+def simulate_points(
+    scenarios: dict[Any, Scenario],
+    *,
+    paths: int | None = None,
+    seed: int | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    keep_paths: int | None = DEFAULT_KEEP_PATHS,
+    show_progress: bool = True,
+    summaries_only: bool = True,
+) -> dict[Any, Any]:
+    """Simulate named scenarios together on one executor, with one progress bar over all
+    their paths: each one's summary (or, ``summaries_only=False``, its results)."""
+    total = sum(paths or s.paths for s in scenarios.values())
+    with (progress_bar(f"{len(scenarios)} runs, paths", total, show_progress and total >= 2) as progress,
+          dask_executor(scheduler) if scheduler else contextlib.nullcontext() as executor):
+        return simulate_all(scenarios, paths=paths, seed=seed, executor=executor, workers=workers,
+                            progress=progress, keep_paths=keep_paths,
+                            finish=(lambda key, results: results.summary) if summaries_only else None)
 
 
 @contextlib.contextmanager

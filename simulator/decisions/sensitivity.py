@@ -34,26 +34,46 @@ def _pick(summary: dict[str, Any], path: tuple[str, ...]) -> float | None:
     return value
 
 
-def sensitivity_table(scenario: Scenario, simulate_point: Callable[[Scenario], Any]) -> pd.DataFrame:
-    """One row per uncertain input: its P10/P90 values and the outputs at each, and the swings."""
+#: Simulates named scenarios together (on one executor) and returns each one's summary.
+SimulatePoints = Callable[[dict[Any, Scenario]], dict[Any, dict[str, Any]]]
+
+
+def sensitivity_table(scenario: Scenario, simulate_point: Callable[[Scenario], Any] | None = None, *,
+                      simulate_points: SimulatePoints | None = None) -> pd.DataFrame:
+    """One row per uncertain input: its P10/P90 values and the outputs at each, and the swings.
+
+    The runs are given either one at a time (``simulate_point(scenario)`` returns results) or
+    all together (``simulate_points({key: scenario})`` returns each summary, e.g. from
+    :func:`simulator.runs.batch.simulate_all`, so they share one executor).
+    """
     if not scenario.uncertain:
         raise ScenarioError(("uncertain",), "the scenario has no uncertain inputs to vary "
                             "(write a field as {dist: lognormal, median: …, p90: …})")
+    if (simulate_point is None) == (simulate_points is None):
+        raise TypeError("give simulate_point or simulate_points")
     at_medians = scenario.model_dump(mode="json")
     at_medians["uncertain"] = {}
     at_medians["correlations"] = []
     at_medians["variants"] = {}
-    base = simulate_point(load_scenario(at_medians)).summary
+    points: dict[Any, Scenario] = {"base": load_scenario(at_medians)}
+    values: dict[tuple[str, str], Any] = {}
+    for field, spec in sorted(scenario.uncertain.items()):
+        for label, q in (("p10", 0.1), ("p90", 0.9)):
+            value = typed_value(Scenario, field, spec.quantile(q))
+            points[(field, label)] = load_scenario(at_medians, {field: value})
+            values[(field, label)] = point_value(points[(field, label)], field)
+    if simulate_points is not None:
+        summaries = simulate_points(points)
+    else:
+        summaries = {key: simulate_point(point).summary for key, point in points.items()}
+    base = summaries["base"]
     rows = []
     for field, spec in sorted(scenario.uncertain.items()):
         row: dict[str, Any] = {"input": field, "label": field_label(scenario, field), "median": spec.center}
-        for label, q in (("p10", 0.1), ("p90", 0.9)):
-            value = typed_value(Scenario, field, spec.quantile(q))
-            point = load_scenario(at_medians, {field: value})
-            row[f"input_{label}"] = point_value(point, field)
-            summary = simulate_point(point).summary
+        for label in ("p10", "p90"):
+            row[f"input_{label}"] = values[(field, label)]
             for name, path in OUTPUTS.items():
-                row[f"{name}_{label}"] = _pick(summary, path)
+                row[f"{name}_{label}"] = _pick(summaries[(field, label)], path)
         for name, path in OUTPUTS.items():
             row[f"{name}_base"] = _pick(base, path)
             low, high = row[f"{name}_p10"], row[f"{name}_p90"]

@@ -53,9 +53,16 @@ def sweep_points(parameters: dict[str, list[Any]], zipped: bool = False) -> list
     return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
-def run_sweep(source: str | Path | Scenario, points: list[dict[str, Any]], simulate_point: Callable[[Scenario], Any],
-              overrides: Sequence[str] = ()) -> pd.DataFrame:
-    """Validate every point first (so a bad one fails before any work), then simulate each."""
+def run_sweep(source: str | Path | Scenario, points: list[dict[str, Any]],
+              simulate_point: Callable[[Scenario], Any] | None = None, overrides: Sequence[str] = (), *,
+              simulate_points: Callable[[dict[int, Scenario]], dict[int, dict[str, Any]]] | None = None
+              ) -> pd.DataFrame:
+    """Validate every point first (so a bad one fails before any work), then simulate them:
+    one at a time (``simulate_point(scenario)`` returns results) or all together
+    (``simulate_points({index: scenario})`` returns each summary, as
+    :func:`simulator.runs.batch.simulate_all` on one executor)."""
+    if (simulate_point is None) == (simulate_points is None):
+        raise TypeError("give simulate_point or simulate_points")
     scenarios = []
     for point in points:
         try:
@@ -63,9 +70,10 @@ def run_sweep(source: str | Path | Scenario, points: list[dict[str, Any]], simul
         except ScenarioError as exc:
             exc.message = f"{exc.message} (sweep point {point})"
             raise
-    summaries = {}
-    for index, scenario in enumerate(scenarios):
-        summaries[index] = simulate_point(scenario).summary
+    if simulate_points is not None:
+        summaries = simulate_points(dict(enumerate(scenarios)))
+    else:
+        summaries = {index: simulate_point(scenario).summary for index, scenario in enumerate(scenarios)}
     table = headline_figures(summaries).reset_index(drop=True)
     parameters = pd.DataFrame(points)
     return pd.concat([parameters, table], axis=1)

@@ -66,9 +66,18 @@ class VariantResults:
         return Path(directory)
 
 
+#: The options of ``simulate`` that runs on one executor take too.
+_TOGETHER = {"paths", "seed", "executor", "workers", "progress", "keep_paths"}
+
+
 def simulate_variants(scenario: Scenario, **kwargs: Any) -> VariantResults:
-    """Simulate the base and every variant with the same seed and paths (common random numbers)."""
+    """Simulate the base and every variant with the same seed and paths (common random
+    numbers), together on one executor (:func:`simulator.runs.batch.simulate_all`; with an
+    option only ``simulate`` has, such as ``precision``, one after another)."""
+    from simulator.runs.batch import simulate_all
     from simulator.runs.montecarlo import simulate
 
-    runs = {name: simulate(s, **kwargs) for name, s in variant_scenarios(scenario).items()}
-    return VariantResults(runs, scenario)
+    scenarios = variant_scenarios(scenario)
+    if set(kwargs) <= _TOGETHER:
+        return VariantResults(simulate_all(scenarios, **kwargs), scenario)
+    return VariantResults({name: simulate(s, **kwargs) for name, s in scenarios.items()}, scenario)

@@ -24,6 +24,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from simulator import group_sums
+from simulator.group_sums import group_codes
 from simulator.scenario.economics import Financing
 
 _SUMMED = [
@@ -40,13 +42,16 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
 
     ``opex``: USD per (month, line) (:func:`simulator.economics.opex.monthly_opex`).
     """
-    frame = timeseries.assign(
-        month=timeseries["time"].dt.to_period("M").dt.start_time,
-        busy=timeseries["utilization"] * timeseries["gpus_available"],
-        subscriber_months=timeseries["subscribers"] * step_s / (365.25 / 12 * 86400),
-    )
-    grouped = frame.groupby(["path", "month"], sort=True)
-    monthly = grouped[[*_SUMMED, "busy", "gpus_available", "subscriber_months"]].sum()
+    time = timeseries["time"].to_numpy()
+    column = {name: timeseries[name].to_numpy() for name in
+              ("path", *_SUMMED, "utilization", "gpus_available", "subscribers")}
+    codes, (paths, months) = group_codes(column["path"], time.astype("datetime64[M]").astype(time.dtype))
+    monthly = pd.DataFrame(group_sums.sums(codes, len(paths), {
+        **{name: column[name] for name in _SUMMED},
+        "busy": column["utilization"] * column["gpus_available"],
+        "gpus_available": column["gpus_available"],
+        "subscriber_months": column["subscribers"] * step_s / (365.25 / 12 * 86400),
+    }), index=pd.MultiIndex.from_arrays([paths, months], names=["path", "month"]))
     if opex is not None and len(opex.index):
         # Every calendar month of the horizon has a row, even one in which no step starts
         # (steps of a month or more): its opex is still paid.
@@ -112,8 +117,8 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
 
 
 def _cumsum_by_path(path: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Running sums within each path (pandas' grouped sum: compensated, NaN skipped)."""
-    return pd.Series(values).groupby(path).cumsum().to_numpy()
+    """Running sums within each path (pandas' grouped running sum: compensated, NaN skipped)."""
+    return group_sums.running_sums(group_codes(path)[0], values)
 
 
 def _financing(path: np.ndarray, capex_usd: np.ndarray, financing: Financing

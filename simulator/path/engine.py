@@ -312,6 +312,8 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
     ``training_loop``: ``"compiled"`` runs training's events in the compiled loop between the
     steps; ``"simpy"`` runs them as SimPy processes, the reference it must agree with.
     """
+    if training_loop not in ("compiled", "simpy"):
+        raise ValueError(f"training_loop must be 'compiled' or 'simpy', got {training_loop!r}")
     env = simpy.Environment()
     outages = _outage_channels(plan, seed, path)
     clock = StepClock(env, plan, draw_demand(plan, seed, path), outages)

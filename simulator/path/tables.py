@@ -179,7 +179,11 @@ def models_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: C
 
 def jobs_table(results: Sequence[PathResult], start: pd.Timestamp, plan: CompiledScenario) -> pd.DataFrame:
     """One row per (path, training job); times null for a job that did not start or finish."""
-    parts = [_job_columns(result.path, result.jobs, plan) for result in results]
+    return jobs_frame([job_columns(result.path, result.jobs, plan) for result in results], start)
+
+
+def jobs_frame(parts: Sequence[dict[str, np.ndarray]], start: pd.Timestamp) -> pd.DataFrame:
+    """The jobs table of paths' :func:`job_columns`."""
     parts = [part for part in parts if len(part["job"])]
     columns = ["path", "job", "pool", "submit_s", "start_s", "end_s", "gpus", "priority", "wait_s",
                "preemptions", "interruptions", "work_s", "done_s", "held_gpu_s"]
@@ -196,7 +200,7 @@ def jobs_table(results: Sequence[PathResult], start: pd.Timestamp, plan: Compile
     return frame[ordered]
 
 
-def _job_columns(path: int, jobs, plan: CompiledScenario) -> dict[str, np.ndarray]:
+def job_columns(path: int, jobs, plan: CompiledScenario) -> dict[str, np.ndarray]:
     """A path's jobs as columns, from a JobTable's arrays or from a list of Job records."""
     if isinstance(jobs, JobTable) and jobs.outcome:
         c, o = jobs.columns, jobs.outcome

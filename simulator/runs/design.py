@@ -28,7 +28,7 @@ import pandas as pd
 from simulator.path.compiled import compile_scenario
 from simulator.path.engine import run_path
 from simulator.runs.digest import path_timeseries
-from simulator.runs.montecarlo import ProgressCallback, _local_workers, _run_paths
+from simulator.runs.montecarlo import ProgressCallback, _run_paths, local_workers
 from simulator.runs.resources import check_resources
 from simulator.runs.summary import path_totals
 from simulator.scenario import Scenario, ScenarioError
@@ -129,7 +129,7 @@ def evaluate_design(
     seed = scenario.seed if seed is None else int(seed)
     task = DesignTask(scenario, values, path_of_row, rows_per_task)
     n_rows = len(task.path_of_row)
-    processes = check_resources(scenario, 1, 0, _local_workers(executor, workers, task.n_tasks)).workers
+    processes = check_resources(scenario, 1, 0, local_workers(executor, workers, task.n_tasks)).workers
     counted = None if progress is None else (
         lambda done, total: progress(min(n_rows, done * task.rows_per_task), n_rows))
     rows = [row for batch in _run_paths(task, seed, task.n_tasks, executor, processes, counted) for row in batch]

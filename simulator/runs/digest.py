@@ -22,7 +22,13 @@ from simulator.economics.unit_economics import path_unit_economics
 from simulator.path import kernels as K
 from simulator.path.compiled import CompiledScenario
 from simulator.path.engine import PathResult
-from simulator.path.tables import jobs_table, models_table, pools_table, timeseries_table
+from simulator.path.tables import (
+    job_columns,
+    jobs_frame,
+    models_table,
+    pools_table,
+    timeseries_table,
+)
 from simulator.runs.bands import path_series
 from simulator.runs.need import path_need
 from simulator.runs.periods import path_periods
@@ -78,19 +84,20 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
     lacked per slot (:mod:`simulator.runs.need`) only when ``need``."""
     times = scenario.horizon.times()
     timeseries = path_timeseries(result, scenario, plan)
-    jobs = jobs_table([result], scenario.horizon.start, plan)
+    jobs = job_columns(result.path, result.jobs, plan)
     totals = path_totals(timeseries, scenario.horizon.step_s).iloc[0].to_dict()
     totals[COMMITMENT_AFTER_HORIZON] = plan.reserved_after_horizon_usd()
     tables = None
     if keep:
-        tables = PathTables(timeseries, pools_table([result], times, plan), models_table([result], times, plan), jobs)
+        tables = PathTables(timeseries, pools_table([result], times, plan), models_table([result], times, plan),
+                            jobs_frame([jobs], scenario.horizon.start))
     return PathDigest(
         path=result.path,
         totals=totals,
         pnl=monthly_pnl(timeseries, scenario.financing, scenario.horizon.step_s,
                         opex=monthly_opex(scenario.opex, scenario.horizon), tax_rate=scenario.taxes.rate),
         series=path_series(timeseries),
-        training=training_digest(jobs, {job.name for job in scenario.training.jobs}),
+        training=training_digest(jobs, scenario.horizon.start, {job.name for job in scenario.training.jobs}),
         inputs=result.inputs,
         periods=path_periods(timeseries, scenario.horizon.step_s),
         tables=tables,
@@ -114,19 +121,26 @@ def path_timeseries(result: PathResult, scenario: Scenario, plan: CompiledScenar
     return timeseries
 
 
-def training_digest(jobs: pd.DataFrame, named: set[str]) -> TrainingDigest | None:
-    if not len(jobs):
+def training_digest(jobs: dict[str, np.ndarray], start: pd.Timestamp, named: set[str]) -> TrainingDigest | None:
+    """A path's training figures from its :func:`~simulator.path.tables.job_columns` (sums
+    as the jobs table's ``Series.sum`` gives them: NaN as 0, NumPy's pairwise sum)."""
+    if not len(jobs["job"]):
         return None
-    ends = jobs.drop_duplicates("job").set_index("job")["end_time"]
+    started, ended = ~np.isnan(jobs["start_s"]), ~np.isnan(jobs["end_s"])
+    names, first = np.unique(jobs["job"], return_index=True)  # a name's first row, as drop_duplicates
+    present = {name: row for name, row in zip(names, first, strict=True) if name in named}
+    ends = start + pd.to_timedelta(jobs["end_s"][list(present.values())].astype(float), unit="s")
+    end_of = dict(zip(present, ends, strict=True))
+    waits = jobs["wait_s"][started]
     return TrainingDigest(
-        jobs=len(jobs),
-        started=int(jobs["start_time"].notna().sum()),
-        completed=int(jobs["end_time"].notna().sum()),
+        jobs=len(jobs["job"]),
+        started=int(started.sum()),
+        completed=int(ended.sum()),
         preemptions=int(jobs["preemptions"].sum()),
         interruptions=int(jobs["interruptions"].sum()),
-        useful_gpu_hours=float(jobs["useful_gpu_hours"].sum()),
-        held_gpu_hours=float(jobs["held_gpu_hours"].sum()),
-        waits_s=(waits := jobs["wait_s"].dropna().to_numpy(dtype=np.float64)),
+        useful_gpu_hours=float(np.nan_to_num(jobs["done_s"] * jobs["gpus"] / 3600.0, nan=0.0).sum()),
+        held_gpu_hours=float(np.nan_to_num(jobs["held_gpu_s"] / 3600.0, nan=0.0).sum()),
+        waits_s=np.asarray(waits, dtype=np.float64),
         wait_sum_s=math.fsum(waits),
-        completion={name: ends.get(name, pd.NaT) for name in sorted(named)},
+        completion={name: end_of.get(name, pd.NaT) for name in sorted(named)},
     )

@@ -77,18 +77,11 @@ def simulate(
         precision = Precision(parse_targets(None))
     if precision is not None:
         paths = min(max(precision.first, scenario.paths), precision.max_paths)
-    update: dict[str, int] = {}
-    if paths is not None:
-        update["paths"] = int(paths)
-    if seed is not None:
-        update["seed"] = int(seed)
-    if update:
-        scenario = load_scenario(scenario, update)
-    if not (_is_dask_client(executor) or isinstance(executor, Executor) or executor in (None, "serial", "local")):
-        raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
+    scenario = with_paths_and_seed(scenario, paths, seed)
+    check_executor(executor)
     most = precision.max_paths if precision is not None else scenario.paths
     kept = kept_count(most, keep_paths)
-    local = _local_workers(executor, workers, most)
+    local = local_workers(executor, workers, most)
     processes = check_resources(scenario, most, kept, local).workers
     if processes < local:
         warnings.warn(FleetcastNote(
@@ -131,7 +124,22 @@ def simulate(
     return results
 
 
-def _local_workers(executor: object, workers: int | None, n_paths: int) -> int:
+def with_paths_and_seed(scenario: Scenario, paths: int | None, seed: int | None) -> Scenario:
+    """The scenario with its number of paths and root seed replaced where given."""
+    update: dict[str, int] = {}
+    if paths is not None:
+        update["paths"] = int(paths)
+    if seed is not None:
+        update["seed"] = int(seed)
+    return load_scenario(scenario, update) if update else scenario
+
+
+def check_executor(executor: object) -> None:
+    if not (is_dask_client(executor) or isinstance(executor, Executor) or executor in (None, "serial", "local")):
+        raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
+
+
+def local_workers(executor: object, workers: int | None, n_paths: int) -> int:
     """Worker processes of a local pool (0: the paths run in this process, or elsewhere)."""
     if executor not in (None, "local"):
         return 0
@@ -207,7 +215,7 @@ def path_runner(task: Callable[[int, int], Any], seed: int, executor: str | Exec
                 processes: int) -> Iterator[Callable[[range], Iterator[Any]]]:
     """A function that runs a range of paths and yields their results as they finish, on one
     set of workers for as many ranges as asked (a local pool starts once)."""
-    if _is_dask_client(executor):
+    if is_dask_client(executor):
         yield lambda paths: _collect_dask(executor, task, seed, paths)
     elif isinstance(executor, Executor):
         yield lambda paths: _collect(executor, task, seed, paths, _call_task)
@@ -245,7 +253,7 @@ def _call_task(task: PathTask, seed: int, path: int) -> PathDigest:
     return task(seed, path)
 
 
-def _is_dask_client(executor: object) -> bool:
+def is_dask_client(executor: object) -> bool:
     return type(executor).__module__.startswith("distributed") and hasattr(executor, "gather")
 
 
@@ -262,14 +270,7 @@ def _collect_dask(client: Any, task: PathTask, seed: int, paths: range) -> Itera
     try:
         for future in finished:
             del pending[future.key]
-            try:
-                digest = future.result()
-            except Exception as exc:
-                if type(exc).__name__ != "KilledWorker":
-                    raise
-                raise RunFailedError(f"the Dask workers running a path died too often ({exc}); the cluster's "
-                                     "distributed.scheduler.allowed-failures sets how often a task may be "
-                                     "retried") from None
+            digest = dask_digest(future)
             future.release()
             del future
             yield digest
@@ -277,6 +278,18 @@ def _collect_dask(client: Any, task: PathTask, seed: int, paths: range) -> Itera
         if pending:
             client.cancel(list(pending.values()))
         finished.clear()
+
+
+def dask_digest(future: Any) -> Any:
+    """A finished Dask task's result; a task whose workers kept dying fails the run plainly."""
+    try:
+        return future.result()
+    except Exception as exc:
+        if type(exc).__name__ != "KilledWorker":
+            raise
+        raise RunFailedError(f"the Dask workers running a path died too often ({exc}); the cluster's "
+                             "distributed.scheduler.allowed-failures sets how often a task may be "
+                             "retried") from None
 
 
 def _collect(executor: Executor, task: PathTask | None, seed: int, paths: range,

@@ -14,8 +14,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator import group_sums
 from simulator.economics.alerts import summarize_alerts
 from simulator.economics.statements import cash_figures
+from simulator.group_sums import group_codes
 from simulator.runs.intervals import mean_interval, quantile_rank_bounds, wilson_interval
 from simulator.runs.periods import LEVEL, periods_json
 from simulator.scenario import Scenario
@@ -69,30 +71,40 @@ def path_totals(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
 
     ``timeseries`` carries the ``short`` column (:func:`simulator.runs.shortfall.short_steps`):
     first shortfall, hours and GPU-hours short and episodes count material shortfall only.
+    Sums are pandas' grouped sums to the bit (:mod:`simulator.group_sums`).
     """
     step_h = step_s / 3600.0
-    short = timeseries["short"].to_numpy()
-    frame = timeseries.assign(
-        gpu_hours_busy=timeseries["utilization"] * timeseries["gpus_available"] * step_h,
-        gpu_hours_available=timeseries["gpus_available"] * step_h,
-        slo_met_requests=timeseries["slo_attainment"] * timeseries["demand_requests"],
-        gpu_hours_short=np.where(short, timeseries["shortfall_gpus"].to_numpy(), 0) * step_h,
-        shortfall_gpus_short=np.where(short, timeseries["shortfall_gpus"].to_numpy(), 0),
-        episode_start=short & ~np.concatenate(([False], short[:-1])) | short & _path_starts(timeseries),
-        subscriber_months=timeseries["subscribers"] * step_s / MONTH_S,
-    )
-    grouped = frame.groupby("path", sort=True)
-    totals = grouped[[*TOTALS, *_PARTS]].sum()
-    totals["peak_shortfall_gpus"] = grouped["shortfall_gpus_short"].max()
-    totals["shortfall_hours"] = grouped["short"].sum() * step_h
-    totals["short_episodes"] = grouped["episode_start"].sum()
-    totals["first_shortfall_time"] = frame.loc[short].groupby("path")["time"].min().reindex(totals.index)
-    return add_ratios(totals)
-
-
-def _path_starts(timeseries: pd.DataFrame) -> np.ndarray:
-    path = timeseries["path"].to_numpy()
-    return np.concatenate(([True], path[1:] != path[:-1]))
+    column = {name: timeseries[name].to_numpy() for name in
+              ("path", "time", "short", "shortfall_gpus", "utilization", "gpus_available", "slo_attainment",
+               "demand_requests", "subscribers", *TOTALS, "served_tokens")}
+    short, shortfall, path = column["short"], column["shortfall_gpus"], column["path"]
+    shortfall_short = np.where(short, shortfall, 0)
+    parts = {
+        "gpu_hours_busy": column["utilization"] * column["gpus_available"] * step_h,
+        "gpu_hours_available": column["gpus_available"] * step_h,
+        "slo_met_requests": column["slo_attainment"] * column["demand_requests"],
+        "gpu_hours_short": shortfall_short * step_h,
+        "served_tokens": column["served_tokens"],
+        "subscriber_months": column["subscribers"] * step_s / MONTH_S,
+    }
+    starts = np.concatenate(([True], path[1:] != path[:-1])) if len(path) else np.zeros(0, dtype=bool)
+    episode_start = short & ~np.concatenate(([False], short[:-1])) | short & starts
+    codes, (paths,) = group_codes(path)
+    summed = group_sums.sums(codes, len(paths), {**{name: column[name] for name in TOTALS},
+                                                 **{name: parts[name] for name in _PARTS},
+                                                 "short": short, "episode_start": episode_start})
+    out = {name: summed[name] for name in (*TOTALS, *_PARTS)}
+    peak = np.zeros(len(paths), dtype=shortfall_short.dtype)
+    np.maximum.at(peak, codes, shortfall_short)
+    out["peak_shortfall_gpus"] = peak
+    out["shortfall_hours"] = summed["short"] * step_h
+    out["short_episodes"] = summed["episode_start"]
+    time = column["time"]
+    first = np.full(len(paths), np.iinfo(np.int64).max)
+    np.minimum.at(first, codes[short], time[short].view(np.int64))
+    out["first_shortfall_time"] = np.where(first == np.iinfo(np.int64).max, np.array("NaT", dtype=time.dtype),
+                                           first.view(time.dtype))
+    return add_ratios(pd.DataFrame(out, index=pd.Index(paths, name="path")))
 
 
 def add_ratios(sums: pd.DataFrame) -> pd.DataFrame:
