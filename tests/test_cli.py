@@ -219,30 +219,41 @@ def test_signals_at_random_moments_leave_the_old_run_or_a_whole_new_one(tmp_path
 
 
 _INTERRUPT_IN_A_FINALIZER = """
-import signal, weakref
+import signal, threading, time, weakref
 from simulator.cli import app
-app.install_interrupt_handlers()
 
 class Held:
     pass
 
-held = Held()
-watch = weakref.ref(held, lambda _: signal.raise_signal(signal.{sig}))
-try:
-    del held
-    for _ in range(10_000_000):
-        pass
-    print("ran on")
-except KeyboardInterrupt as exc:
-    print(type(exc).__name__)
+def interrupted_while_{how}():
+    app.install_interrupt_handlers()  # as each command does
+    held = Held()
+    watch = weakref.ref(held, lambda _: signal.raise_signal(signal.{sig}))
+    started = time.monotonic()
+    try:
+        del held
+        if "{how}" == "busy":
+            for _ in range(10_000_000):
+                pass
+        else:
+            threading.Event().wait(30)  # as the CLI waits for a path on a pool
+        return "ran on"
+    except KeyboardInterrupt as exc:  # in milliseconds, or only once the wait ran out
+        return type(exc).__name__ + ("" if time.monotonic() - started < 15 else "-after-the-wait")
+    finally:
+        app.remove_unraisable_hook()
+
+print(interrupted_while_{how}(), interrupted_while_{how}())  # the second as a next command in one process
 """
 
 
+@pytest.mark.parametrize("how", ["busy", "waiting"])
 @pytest.mark.parametrize(("sig", "raised"), [("SIGINT", "KeyboardInterrupt"), ("SIGTERM", "_Terminated")])
-def test_an_interrupt_landing_in_a_finalizer_is_raised_again_quietly(sig, raised):
+def test_an_interrupt_landing_in_a_finalizer_is_raised_again_quietly(sig, raised, how):
     # Python cannot raise out of a weakref callback: it prints "Exception ignored" with a
-    # traceback and runs on. The interrupt must reach the main flow, without that print.
-    done = subprocess.run([sys.executable, "-c", _INTERRUPT_IN_A_FINALIZER.format(sig=sig)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.stdout.strip() == raised, (done.stdout, done.stderr)
+    # traceback and runs on. The interrupt must reach the main flow, without that print,
+    # also when the main thread is blocked in a wait, and again in a next command.
+    done = subprocess.run([sys.executable, "-c", _INTERRUPT_IN_A_FINALIZER.format(sig=sig, how=how)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == [raised, raised], (done.stdout, done.stderr)
     assert done.stderr == ""

@@ -137,9 +137,9 @@ def test_monthly_pnl_sums_are_the_pandas_ones(launch_paths):
     pnl = monthly_pnl(timeseries, Financing(), scenario.horizon.step_s)
     expected = _pandas_monthly_sums(timeseries, scenario.horizon.step_s)
     assert pnl["path"].tolist() == expected["path"].tolist() == sorted(expected["path"].tolist())
-    assert np.array_equal(pnl["month"].to_numpy(), expected["month"].to_numpy())
-    for name in ("revenue_usd", "cogs_usd", "capex_usd", "served_tokens", "demand_requests", "subscriber_months"):
-        assert np.array_equal(pnl[name].to_numpy(), expected[name].to_numpy()), name
+    for name in ("month", "revenue_usd", "cogs_usd", "capex_usd", "served_tokens", "demand_requests",
+                 "subscriber_months"):
+        pd.testing.assert_series_equal(pnl[name], expected[name], check_exact=True)  # values and dtype
     with np.errstate(all="ignore"):
         utilization = expected["busy"].to_numpy() / expected["gpus_available"].to_numpy()
     assert np.array_equal(pnl["utilization"].to_numpy(), np.nan_to_num(utilization, nan=0.0))

@@ -11,7 +11,6 @@ see the traceback of an internal error.
 
 from __future__ import annotations
 
-import _thread
 import os
 import signal
 import sys
@@ -59,13 +58,15 @@ _delivered = False
 #: True while :func:`_on_unraisable` runs: a signal handled then must not raise inside it.
 _in_hook = False
 
-_default_unraisablehook = sys.unraisablehook
+#: The hook :func:`install_interrupt_handlers` replaced; anything but an interrupt goes on to it.
+_previous_unraisablehook = sys.unraisablehook
 
 
 def _deliver_again(signum: int) -> None:
     while _in_hook:
         time.sleep(0.001)
-    _thread.interrupt_main(signum)
+    # A real signal to the main thread: it also wakes a main thread blocked in a wait.
+    signal.pthread_kill(threading.main_thread().ident, signum)
 
 
 def _on_unraisable(unraisable: object) -> None:
@@ -79,7 +80,7 @@ def _on_unraisable(unraisable: object) -> None:
     global _in_hook
     exc = getattr(unraisable, "exc_value", None)
     if not (_interrupted and isinstance(exc, KeyboardInterrupt)):
-        _default_unraisablehook(unraisable)
+        _previous_unraisablehook(unraisable)
         return
     if _delivered:
         return
@@ -90,10 +91,19 @@ def _on_unraisable(unraisable: object) -> None:
 
 
 def install_interrupt_handlers() -> None:
-    """SIGINT and SIGTERM raise in the main flow, so every ``finally`` runs."""
+    """SIGINT and SIGTERM raise in the main flow, so every ``finally`` runs (for one command:
+    :func:`remove_unraisable_hook` puts the previous unraisable hook back)."""
+    global _interrupted, _delivered, _previous_unraisablehook
+    _interrupted = _delivered = False
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, _on_sigint)
+    if sys.unraisablehook is not _on_unraisable:
+        _previous_unraisablehook = sys.unraisablehook
     sys.unraisablehook = _on_unraisable
+
+
+def remove_unraisable_hook() -> None:
+    sys.unraisablehook = _previous_unraisablehook
 
 
 def _fail(message: str, code: int) -> None:
@@ -137,6 +147,8 @@ class FleetcastGroup(click.Group):
             if os.environ.get("FLEETCAST_DEBUG"):
                 traceback.print_exc()
             _fail(f"internal error: {type(exc).__name__}: {exc} (FLEETCAST_DEBUG=1 shows the traceback)", 1)
+        finally:
+            remove_unraisable_hook()
         return None
 
 

@@ -72,12 +72,13 @@ _TOGETHER = {"paths", "seed", "executor", "workers", "progress", "keep_paths"}
 
 def simulate_variants(scenario: Scenario, **kwargs: Any) -> VariantResults:
     """Simulate the base and every variant with the same seed and paths (common random
-    numbers), together on one executor (:func:`simulator.runs.batch.simulate_all`; with an
-    option only ``simulate`` has, such as ``precision``, one after another)."""
+    numbers), together on one executor (:func:`simulator.runs.batch.simulate_all`: then
+    ``progress(done, total)`` counts the paths of all of them); with ``paths="auto"`` or an
+    option only ``simulate`` has, such as ``precision``, one after another."""
     from simulator.runs.batch import simulate_all
     from simulator.runs.montecarlo import simulate
 
     scenarios = variant_scenarios(scenario)
-    if set(kwargs) <= _TOGETHER:
+    if set(kwargs) <= _TOGETHER and kwargs.get("paths") != "auto":
         return VariantResults(simulate_all(scenarios, **kwargs), scenario)
     return VariantResults({name: simulate(s, **kwargs) for name, s in scenarios.items()}, scenario)

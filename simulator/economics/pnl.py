@@ -45,7 +45,9 @@ def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
     time = timeseries["time"].to_numpy()
     column = {name: timeseries[name].to_numpy() for name in
               ("path", *_SUMMED, "utilization", "gpus_available", "subscribers")}
-    codes, (paths, months) = group_codes(column["path"], time.astype("datetime64[M]").astype(time.dtype))
+    codes, (paths, months) = group_codes(column["path"], time.astype("datetime64[M]"))
+    # Each month's start as pandas writes it (its unit too), from the few months there are.
+    months = pd.Series(months.astype(time.dtype)).dt.to_period("M").dt.start_time.to_numpy()
     monthly = pd.DataFrame(group_sums.sums(codes, len(paths), {
         **{name: column[name] for name in _SUMMED},
         "busy": column["utilization"] * column["gpus_available"],

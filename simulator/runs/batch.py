@@ -69,13 +69,17 @@ def simulate_all(
             f"running on {processes or 1} process{'es' if processes > 1 else ''} instead of {local}: the "
             "memory available does not fit more"), stacklevel=2)
     tasks = {key: PathTask(s, compile_scenario(s), kept_count(s.paths, keep_paths)) for key, s in runs.items()}
-    aggregators = {key: RunAggregator(s, s.paths, keep_paths) for key, s in runs.items()}
+    # A run's aggregator (its band store, its spill file) is made when its first path is in:
+    # paths are submitted run by run, so only the runs in flight hold one.
+    aggregators: dict[Key, RunAggregator] = {}
     left = {key: s.paths for key, s in runs.items()}
     out: dict[Key, Any] = {}
     work = [(key, runs[key].seed, path) for key in runs for path in range(runs[key].paths)]
     try:
         with _runner(tasks, executor, processes) as run:
             for done, (key, digest) in enumerate(run(work), start=1):
+                if key not in aggregators:
+                    aggregators[key] = RunAggregator(runs[key], runs[key].paths, keep_paths)
                 aggregators[key].add(digest)
                 left[key] -= 1
                 if not left[key]:
