@@ -61,7 +61,8 @@ def simulate_all(
     check_executor(executor)
     runs = {key: with_paths_and_seed(scenario, paths, seed) for key, scenario in scenarios.items()}
     total = sum(scenario.paths for scenario in runs.values())
-    local = local_workers(executor, workers, total)
+    # One path per run is simulated here, as simulate does (a pool would cost more to start).
+    local = local_workers(executor, workers, total if any(s.paths > 1 for s in runs.values()) else 1)
     processes = min((check_resources(s, s.paths, kept_count(s.paths, keep_paths), local).workers
                      for s in runs.values()), default=0)
     if processes < local:
