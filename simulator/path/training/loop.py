@@ -436,6 +436,39 @@ def run_events(last_step, until_s, until_key, policy, review_s, step_s, rng, st,
 
 
 @njit(cache=True)
+def _first_step_with_effect(k1, step_s, st):
+    """A step before which no event in the heap, nor any it leads to, changes the fleet or
+    reads it (at most ``k1``): the steps before it are integrated in one kernel call and
+    those events run after, in their order (so every draw and event id is as it was).
+
+    Such events: a review of a pool whose queue is empty (it only schedules the next one;
+    only an event, or a preemption, which stops the kernel, can fill a queue), and a job's
+    events short of its end (a checkpoint saved, a failure, a restart: they schedule the
+    job's next event, drawing from the loop's stream). A job cannot end before the work it
+    has left is done, one second of margin for rounding, so that bounds the step too. Void
+    events are passed over.
+    """
+    heap_time, heap_event, counters, floats, ints, lengths = st[10], st[12], st[13], st[3], st[4], st[9]
+    first = math.inf
+    for i in range(counters[C_HEAP]):
+        at, kind, arg = heap_time[i], heap_event[i, 0], heap_event[i, 1]
+        if at >= first or (kind == EV_REVIEW and lengths[arg, 0] == 0):
+            continue
+        if kind >= EV_JOB_INIT:
+            if heap_event[i, 2] != ints[arg, I_VERSION]:
+                continue
+            left = floats[arg, F_WORK] - floats[arg, F_DONE]
+            if kind == EV_JOB_SEGMENT:
+                left = floats[arg, F_WORK] - (floats[arg, F_DONE] + floats[arg, F_SEGMENT])  # as _next_segment
+                if left > 1e-9:
+                    at += left - 1.0
+            else:
+                at += left - 1.0
+        first = min(first, at)
+    return k1 if first == math.inf else min(k1, _step_of(first, step_s))
+
+
+@njit(cache=True)
 def preempt_for_inference(k, policy, step_s, st, serve, fleet):
     """At step ``k``'s start, preempt jobs in ``preempt`` pools whose GPUs inference needs
     (lowest priority, then latest started, then latest submitted first), then let those
@@ -488,7 +521,7 @@ def train_and_integrate(k0, k1, until_s, until_key, policy, review_s, rng, st, s
     then calls again).
     """
     step_s = kernel_args[0]
-    heap_time, counters = st[10], st[13]
+    counters = st[13]
     k = k0
     checked = -1  # the step whose preemptions ran already
     counters[C_NEED_STEP] = -1  # the fleet or the demand may have changed since the last call
@@ -497,13 +530,16 @@ def train_and_integrate(k0, k1, until_s, until_key, policy, review_s, rng, st, s
             return k, LAUNCH_JOB_ENDED
         last = k1
         if counters[C_HEAP] > 0:
-            last = min(k1, max(k + 1, _step_of(heap_time[0], step_s)))
+            last = min(k1, max(k + 1, _first_step_with_effect(k1, step_s, st)))
         queued_out[k:last] = counters[C_QUEUED]
         running_out[k:last] = counters[C_RUNNING]
         stop_from = k + 1 if checked == k else k
         reached = integrate_interval(k, last, *kernel_args[:20], stop_from, *kernel_args[21:])
         counters[C_NEED_STEP] = -1  # failures in those steps changed the fleet
         if reached < last:
+            # The events passed over up to that step come first, as they would have run
+            # before it was integrated (they cannot end a job: none is a job's last).
+            run_events(reached, until_s, until_key, policy, review_s, step_s, rng, st, serve, fleet)
             preempt_for_inference(reached, policy, step_s, st, serve, fleet)
             checked = reached
             k = reached
