@@ -202,18 +202,25 @@ def _set_training(p, st, fleet):
         st[13][C_NEED_STEP] = -1
 
 
+@njit(cache=True, inline="always")
+def _remove(jobs, lengths, p, which, j):
+    """Take job ``j`` out of pool ``p``'s list ``jobs`` (its queue or its running set, whose
+    length is ``lengths[p, which]``), keeping the others' order."""
+    n = lengths[p, which]
+    i = 0
+    while jobs[p, i] != j:
+        i += 1
+    for r in range(i, n - 1):
+        jobs[p, r] = jobs[p, r + 1]
+    lengths[p, which] = n - 1
+
+
 @njit(cache=True)
 def _start(j, now, st, fleet):
     pools, gpus, floats, ints, queue, running, lengths, counters = st[0], st[1], st[3], st[4], st[7], st[8], st[9], \
         st[13]
     p = pools[j]
-    n = lengths[p, 0]
-    i = 0
-    while queue[p, i] != j:
-        i += 1
-    for r in range(i, n - 1):
-        queue[p, r] = queue[p, r + 1]
-    lengths[p, 0] = n - 1
+    _remove(queue, lengths, p, 0, j)
     running[p, lengths[p, 1]] = j
     lengths[p, 1] += 1
     lengths[p, 2] += gpus[j]
@@ -232,13 +239,7 @@ def _start(j, now, st, fleet):
 def _release(j, now, st, fleet):
     pools, gpus, floats, ints, running, lengths, counters = st[0], st[1], st[3], st[4], st[8], st[9], st[13]
     p = pools[j]
-    n = lengths[p, 1]
-    i = 0
-    while running[p, i] != j:
-        i += 1
-    for r in range(i, n - 1):
-        running[p, r] = running[p, r + 1]
-    lengths[p, 1] = n - 1
+    _remove(running, lengths, p, 1, j)
     lengths[p, 2] -= gpus[j]
     counters[C_RUNNING] -= 1
     ints[j, I_RUNNING] = 0
