@@ -1,4 +1,4 @@
-"""Sums, maxima and running sums by group, in one compiled pass, as pandas' grouped ones.
+"""Sums and running sums by group, in one compiled pass, as pandas' grouped ones.
 
 A path's digest reduces its hourly table many ways (totals per path, sums per path and
 month). ``DataFrame.groupby(...).sum()`` costs about a millisecond per call before any

@@ -58,14 +58,13 @@ def run_scenario(
         for name, variant in variant_scenarios(scenario).items():
             # With --paths auto the base finds the number of paths, and every variant runs
             # that many: variants are compared on the same paths (common random numbers).
-            auto = precision is not None and not runs
-            n = paths if precision is None or auto else next(iter(runs.values())).summary["paths"]
+            auto = not runs
+            n = paths if auto else next(iter(runs.values())).summary["paths"]
             runs[name] = run_scenario(variant, paths=n, seed=seed, workers=workers, scheduler=scheduler,
                                       keep_paths=keep_paths, show_progress=show_progress,
                                       precision=replace(precision, batches=[]) if auto else None)
-            if precision is not None and not auto:
-                runs[name].summary["paths_auto"] = variant_precision(runs[name], precision,
-                                                                     next(iter(runs)))
+            if not auto:
+                runs[name].summary["paths_auto"] = variant_precision(runs[name], precision, next(iter(runs)))
         return VariantResults(runs, scenario)
     n_paths = precision.max_paths if precision is not None else paths or scenario.paths
     with (progress_bar("paths", n_paths, show_progress and n_paths >= 2) as progress,

@@ -12,25 +12,15 @@ that run's seed only, and digests are folded in path order whatever order they a
 
 from __future__ import annotations
 
-import contextlib
-import signal
 import warnings
-from collections.abc import Callable, Hashable, Iterator, Mapping
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Hashable, Mapping
+from concurrent.futures import Executor
 from typing import Any, TypeVar
 
 from simulator.path.compiled import compile_scenario
-from simulator.runs.digest import PathDigest
+from simulator.runs.executors import check_executor, local_workers, task_runner
 from simulator.runs.limits import DEFAULT_KEEP_PATHS
-from simulator.runs.montecarlo import (
-    FleetcastNote,
-    PathTask,
-    ProgressCallback,
-    check_executor,
-    is_dask_client,
-    local_workers,
-    with_paths_and_seed,
-)
+from simulator.runs.montecarlo import FleetcastNote, PathTask, ProgressCallback, with_paths_and_seed
 from simulator.runs.resources import check_resources
 from simulator.runs.results import Results, RunAggregator, kept_count
 from simulator.scenario import Scenario
@@ -77,7 +67,7 @@ def simulate_all(
     out: dict[Key, Any] = {}
     work = [(key, runs[key].seed, path) for key in runs for path in range(runs[key].paths)]
     try:
-        with _runner(tasks, executor, processes) as run:
+        with task_runner(tasks, executor, processes) as run:
             for done, (key, digest) in enumerate(run(work), start=1):
                 if key not in aggregators:
                     aggregators[key] = RunAggregator(runs[key], runs[key].paths, keep_paths)
@@ -93,79 +83,3 @@ def simulate_all(
             aggregator.close()
         raise
     return {key: out[key] for key in runs}
-
-
-Work = list[tuple[Hashable, int, int]]
-
-
-@contextlib.contextmanager
-def _runner(tasks: Mapping[Hashable, PathTask], executor: str | Executor | None,
-            processes: int) -> Iterator[Callable[[Work], Iterator[tuple[Hashable, PathDigest]]]]:
-    """A function that runs (run, seed, path) items and yields (run, digest) as they finish."""
-    if is_dask_client(executor):
-        yield lambda work: _collect_dask(executor, tasks, work)
-    elif isinstance(executor, Executor):
-        yield lambda work: _collect(executor, work, lambda key, seed, path: (_call_task, tasks[key], seed, path))
-    elif processes == 0:
-        yield lambda work: ((key, tasks[key](seed, path)) for key, seed, path in work)
-    else:
-        # Every run's task travels once to each worker, when it starts.
-        with ProcessPoolExecutor(max_workers=processes, initializer=_start_worker, initargs=(dict(tasks),)) as pool:
-            yield lambda work: _collect(pool, work, lambda key, seed, path: (_call_installed, key, seed, path))
-
-
-def _collect(executor: Executor, work: Work, call: Callable[[Hashable, int, int], tuple]
-             ) -> Iterator[tuple[Hashable, PathDigest]]:
-    pending = {executor.submit(*call(key, seed, path)): key for key, seed, path in work}
-    try:
-        for future in as_completed(list(pending)):
-            key = pending.pop(future)
-            yield key, future.result()
-    finally:
-        for future in pending:
-            future.cancel()
-
-
-def _collect_dask(client: Any, tasks: Mapping[Hashable, PathTask], work: Work
-                  ) -> Iterator[tuple[Hashable, PathDigest]]:
-    from distributed import as_completed as dask_completed
-
-    from simulator.runs.montecarlo import dask_digest
-
-    numbers = {key: number for number, key in enumerate(tasks)}
-    pending = {}
-    for key, seed, path in work:
-        future = client.submit(tasks[key], seed, path, pure=False,
-                               key=f"fleetcast-run{numbers[key]}-path-{path}-{id(tasks[key])}")
-        pending[future.key] = (key, future)
-    finished = dask_completed([future for _, future in pending.values()], loop=client.loop)
-    try:
-        for future in finished:
-            key, _ = pending.pop(future.key)
-            digest = dask_digest(future)
-            future.release()
-            del future
-            yield key, digest
-    finally:
-        if pending:
-            client.cancel([future for _, future in pending.values()])
-        finished.clear()
-
-
-_INSTALLED: dict[Hashable, PathTask] = {}
-
-
-def _start_worker(tasks: dict[Hashable, PathTask]) -> None:
-    """Workers leave interrupts to the main process, which cleans up and stops them."""
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _INSTALLED.clear()
-    _INSTALLED.update(tasks)
-
-
-def _call_installed(key: Hashable, seed: int, path: int) -> PathDigest:
-    return _INSTALLED[key](seed, path)
-
-
-def _call_task(task: PathTask, seed: int, path: int) -> PathDigest:
-    return task(seed, path)

@@ -28,7 +28,8 @@ import pandas as pd
 from simulator.path.compiled import compile_scenario
 from simulator.path.engine import run_path
 from simulator.runs.digest import path_timeseries
-from simulator.runs.montecarlo import ProgressCallback, _run_paths, local_workers
+from simulator.runs.executors import local_workers
+from simulator.runs.montecarlo import ProgressCallback, _run_paths
 from simulator.runs.resources import check_resources
 from simulator.runs.summary import path_totals
 from simulator.scenario import Scenario, ScenarioError

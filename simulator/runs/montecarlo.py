@@ -15,18 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import warnings
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor
 from typing import Any
 
-from simulator.errors import RunFailedError
 from simulator.path.compiled import CompiledScenario, compile_scenario
 from simulator.path.engine import run_path
 from simulator.path.streams import STREAM_INPUTS, path_generator, stream_key
 from simulator.runs.adaptive import Precision, next_total, parse_targets, status
 from simulator.runs.digest import PathDigest, digest_path
+from simulator.runs.executors import check_executor, local_workers, task_runner
 from simulator.runs.limits import DEFAULT_KEEP_PATHS
 from simulator.runs.resources import check_resources, estimate_run, memory_limit_bytes
 from simulator.runs.results import Results, RunAggregator, kept_count
@@ -134,19 +133,6 @@ def with_paths_and_seed(scenario: Scenario, paths: int | None, seed: int | None)
     return load_scenario(scenario, update) if update else scenario
 
 
-def check_executor(executor: object) -> None:
-    if not (is_dask_client(executor) or isinstance(executor, Executor) or executor in (None, "serial", "local")):
-        raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
-
-
-def local_workers(executor: object, workers: int | None, n_paths: int) -> int:
-    """Worker processes of a local pool (0: the paths run in this process, or elsewhere)."""
-    if executor not in (None, "local"):
-        return 0
-    workers = workers if workers is not None else (os.cpu_count() or 1)
-    return 0 if workers <= 1 or n_paths == 1 else min(workers, n_paths)
-
-
 class PathTask:
     """What a worker needs to simulate any path of a run and reduce it (picklable); paths
     below ``keep`` send their full tables back too."""
@@ -215,16 +201,8 @@ def path_runner(task: Callable[[int, int], Any], seed: int, executor: str | Exec
                 processes: int) -> Iterator[Callable[[range], Iterator[Any]]]:
     """A function that runs a range of paths and yields their results as they finish, on one
     set of workers for as many ranges as asked (a local pool starts once)."""
-    if is_dask_client(executor):
-        yield lambda paths: _collect_dask(executor, task, seed, paths)
-    elif isinstance(executor, Executor):
-        yield lambda paths: _collect(executor, task, seed, paths, _call_task)
-    elif processes == 0:
-        yield lambda paths: (task(seed, path) for path in paths)
-    else:
-        # The task travels once to each worker (not once per path).
-        with ProcessPoolExecutor(max_workers=processes, initializer=_start_worker, initargs=(task,)) as pool:
-            yield lambda paths: _collect(pool, None, seed, paths, _call_installed)
+    with task_runner({0: task}, executor, processes) as run:
+        yield lambda paths: (result for _, result in run((0, seed, path) for path in paths))
 
 
 def _counted(digests: Iterator[PathDigest], n_paths: int, progress: ProgressCallback | None) -> Iterator[PathDigest]:
@@ -232,73 +210,3 @@ def _counted(digests: Iterator[PathDigest], n_paths: int, progress: ProgressCall
         yield digest
         if progress:
             progress(done, n_paths)
-
-
-_INSTALLED: PathTask | None = None
-
-
-def _start_worker(task: PathTask) -> None:
-    """Workers leave interrupts to the main process, which cleans up and stops them."""
-    global _INSTALLED
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _INSTALLED = task
-
-
-def _call_installed(_: None, seed: int, path: int) -> PathDigest:
-    return _INSTALLED(seed, path)
-
-
-def _call_task(task: PathTask, seed: int, path: int) -> PathDigest:
-    return task(seed, path)
-
-
-def is_dask_client(executor: object) -> bool:
-    return type(executor).__module__.startswith("distributed") and hasattr(executor, "gather")
-
-
-def _collect_dask(client: Any, task: PathTask, seed: int, paths: range) -> Iterator[PathDigest]:
-    """Run paths as Dask tasks (the scheduler reruns a task whose worker died); each result is
-    released on the cluster as soon as it is here."""
-    from distributed import as_completed as dask_completed
-
-    pending = {}
-    for path in paths:
-        future = client.submit(task, seed, path, pure=False, key=f"fleetcast-path-{path}-{id(task)}")
-        pending[future.key] = future
-    finished = dask_completed(list(pending.values()), loop=client.loop)
-    try:
-        for future in finished:
-            del pending[future.key]
-            digest = dask_digest(future)
-            future.release()
-            del future
-            yield digest
-    finally:  # a failed or interrupted run leaves nothing queued on the cluster
-        if pending:
-            client.cancel(list(pending.values()))
-        finished.clear()
-
-
-def dask_digest(future: Any) -> Any:
-    """A finished Dask task's result; a task whose workers kept dying fails the run plainly."""
-    try:
-        return future.result()
-    except Exception as exc:
-        if type(exc).__name__ != "KilledWorker":
-            raise
-        raise RunFailedError(f"the Dask workers running a path died too often ({exc}); the cluster's "
-                             "distributed.scheduler.allowed-failures sets how often a task may be "
-                             "retried") from None
-
-
-def _collect(executor: Executor, task: PathTask | None, seed: int, paths: range,
-             call: Callable[..., PathDigest]) -> Iterator[PathDigest]:
-    pending = {executor.submit(call, task, seed, path) for path in paths}
-    try:
-        for future in as_completed(pending):
-            pending.discard(future)  # as_completed lets go of it too: its digest is freed once used
-            yield future.result()
-    finally:
-        for future in pending:
-            future.cancel()
