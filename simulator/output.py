@@ -20,8 +20,6 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from simulator.errors import InputError
 
 RUN_MARKER = "summary.json"
@@ -84,12 +82,13 @@ def staged_directory(directory: Path) -> Iterator[Path]:
 def write_run_files(
     target: Path,
     *,
-    tables: Mapping[str, pd.DataFrame],
+    tables: Mapping[str, Any],
     summary: Mapping[str, Any],
     resolved_yaml: str,
     extra_files: Mapping[str, bytes] | None = None,
 ) -> None:
-    """Write tables (Parquet), ``scenario.resolved.yaml``, extra files, then ``summary.json``."""
+    """Write tables (Parquet: a DataFrame, or anything with its ``to_parquet(path, index=False)``),
+    ``scenario.resolved.yaml``, extra files, then ``summary.json``."""
     target.mkdir(parents=True, exist_ok=True)
     for name, frame in tables.items():
         frame.to_parquet(target / name, index=False)

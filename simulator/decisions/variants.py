@@ -10,6 +10,7 @@ plans, not from luck. Two identical variants give identical results.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pandas as pd
 
 from simulator.output import staged_directory
 from simulator.report.headline import headline_figures
+from simulator.runs.forked import run_side_by_side
 from simulator.runs.results import Results
 from simulator.scenario import Scenario
 from simulator.serving.resolve import load_scenario
@@ -56,13 +58,14 @@ class VariantResults:
 
     def save(self, directory: str | Path, report: bool = True) -> Path:
         """The base run's files at the top, each variant under ``variants/<name>/``, and
-        ``comparison.csv``; written atomically as one directory."""
+        ``comparison.csv``; written atomically as one directory. Each run's files and report
+        are written side by side with the others' (:mod:`simulator.runs.forked`)."""
         with staged_directory(Path(directory)) as staging:
-            for name, result in self.results.items():
-                if name != BASE:
-                    result.write_files(staging / "variants" / name, report=report)
-            self.comparison.to_csv(staging / "comparison.csv", index=True)
-            self.results[BASE].write_files(staging, self.scenario, report=report)
+            self.comparison.to_csv(staging / "comparison.csv", index=True)  # the base's report reads it
+            writes = [partial(result.write_files, staging / "variants" / name, report=report)
+                      for name, result in self.results.items() if name != BASE]
+            writes.append(partial(self.results[BASE].write_files, staging, self.scenario, report=report))
+            run_side_by_side(writes)
         return Path(directory)
 
 

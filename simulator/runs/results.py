@@ -31,6 +31,7 @@ from simulator.economics.unit_economics import (
 from simulator.output import staged_directory, write_run_files
 from simulator.runs.bands import BandStore, combined_bands
 from simulator.runs.digest import PathDigest, TrainingDigest
+from simulator.runs.path_frames import PathFrames
 from simulator.runs.periods import summarize_periods
 from simulator.runs.summary import (
     input_quantiles,
@@ -42,6 +43,8 @@ from simulator.runs.workbook import workbook_bytes
 from simulator.scenario import Scenario, dump_scenario
 
 _PNL_CHUNK = 256
+#: A kept table: one frame, or the kept paths' frames (:class:`PathFrames`).
+Table = pd.DataFrame | PathFrames
 
 
 def kept_count(n_paths: int, keep_paths: int | None) -> int:
@@ -151,10 +154,10 @@ class RunAggregator:
             kept = [self.kept[path] for path in sorted(self.kept)]
             results = Results(
                 scenario,
-                timeseries=_concat([t.timeseries for t in kept]),
-                pools=_concat([t.pools for t in kept]),
-                models=_concat([t.models for t in kept]),
-                jobs=_concat([t.jobs for t in kept]),
+                timeseries=PathFrames([t.timeseries for t in kept]),
+                pools=PathFrames([t.pools for t in kept]),
+                models=PathFrames([t.models for t in kept]),
+                jobs=PathFrames([t.jobs for t in kept]),
                 pnl=pnl,
                 statements=statements(pnl),
                 unit_economics=unit,
@@ -202,17 +205,15 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
 class Results:
     """Tables, bands and summary of a simulated scenario."""
 
-    def __init__(self, scenario: Scenario, *, timeseries: pd.DataFrame, pools: pd.DataFrame,
-                 models: pd.DataFrame, jobs: pd.DataFrame, pnl: pd.DataFrame, inputs: pd.DataFrame,
+    def __init__(self, scenario: Scenario, *, timeseries: Table, pools: Table,
+                 models: Table, jobs: Table, pnl: pd.DataFrame, inputs: pd.DataFrame,
                  bands: pd.DataFrame, summary: dict[str, Any], periods: pd.DataFrame | None = None,
                  period_paths: pd.DataFrame | None = None, statements: pd.DataFrame | None = None,
                  unit_economics: pd.DataFrame | None = None) -> None:
         self.scenario = scenario
-        #: Kept paths: one row per (path, step), (path, step, pool), (path, step, model), (path, job).
-        self.timeseries = timeseries
-        self.pools = pools
-        self.models = models
-        self.jobs = jobs
+        #: Kept paths: one row per (path, step), (path, step, pool), (path, step, model), (path,
+        #: job); held as each path's frames until first read (see the properties below).
+        self._tables: dict[str, Table] = {"timeseries": timeseries, "pools": pools, "models": models, "jobs": jobs}
         #: Every path: monthly P&L; uncertain inputs drawn (one row per path).
         self.pnl = pnl
         #: Over every path: the statements by month, quarter and year (one row per period and
@@ -229,6 +230,42 @@ class Results:
         self.summary = summary
         #: Asked for (``simulate(need=True)``): GPUs each path lacked, ``(paths, models, slots)``.
         self.need: np.ndarray | None = None
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        return self._table("timeseries")
+
+    @timeseries.setter
+    def timeseries(self, frame: pd.DataFrame) -> None:
+        self._tables["timeseries"] = frame
+
+    @property
+    def pools(self) -> pd.DataFrame:
+        return self._table("pools")
+
+    @pools.setter
+    def pools(self, frame: pd.DataFrame) -> None:
+        self._tables["pools"] = frame
+
+    @property
+    def models(self) -> pd.DataFrame:
+        return self._table("models")
+
+    @models.setter
+    def models(self, frame: pd.DataFrame) -> None:
+        self._tables["models"] = frame
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        return self._table("jobs")
+
+    @jobs.setter
+    def jobs(self, frame: pd.DataFrame) -> None:
+        self._tables["jobs"] = frame
+
+    def _table(self, name: str) -> pd.DataFrame:
+        table = self._tables[name]
+        return table.frame() if isinstance(table, PathFrames) else table
 
     @property
     def kept_paths(self) -> int:
@@ -255,11 +292,10 @@ class Results:
             tables["unit_economics.parquet"] = self.unit_economics
         if len(self.periods):
             tables["periods.parquet"] = self.periods
-        if self.kept_paths:
-            tables |= {"timeseries.parquet": self.timeseries, "pools.parquet": self.pools,
-                       "models.parquet": self.models}
-        if len(self.jobs):
-            tables["jobs.parquet"] = self.jobs
+        if self.kept_paths:  # the kept paths' tables are written as they are held (path_frames)
+            tables |= {f"{name}.parquet": self._tables[name] for name in ("timeseries", "pools", "models")}
+        if len(self._tables["jobs"]):
+            tables["jobs.parquet"] = self._tables["jobs"]
         if len(self.inputs):
             tables["inputs.parquet"] = self.inputs
         resolved = dump_scenario(scenario or self.scenario)

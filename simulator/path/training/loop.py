@@ -26,8 +26,17 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.core.cpu import CPUTargetOptions
 
 from simulator.path.kernels import inference_gpus, integrate_interval
+
+#: Options of the functions that allocate no array and return none: they count no references
+#: (NRT's atomic increment and decrement per array touched, on every call, took half the
+#: loop's time). The arrays they touch belong to the caller for the whole call.
+NO_REFCOUNT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
+#: The functions such callers reach that allocate say so (a callee compiled for a caller
+#: takes the caller's setting unless it sets its own).
+REFCOUNT = {"_nrt": True} if NO_REFCOUNT else {}
 
 # Event kinds.
 EV_SUBMIT = 0  # the submitter wakes for the next job
@@ -90,7 +99,7 @@ def _push(heap_time, heap_key, heap_event, counters, time, priority, kind, arg, 
     _put(heap_time, heap_key, heap_event, i, time, key, kind, arg, version)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _sift_down(heap_time, heap_key, heap_event, i, n):
     """Move entry ``i`` down the first ``n`` entries until both children come after it."""
     time, key = heap_time[i], heap_key[i]
@@ -110,7 +119,7 @@ def _sift_down(heap_time, heap_key, heap_event, i, n):
     _put(heap_time, heap_key, heap_event, i, time, key, e0, e1, e2)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _pop(heap_time, heap_key, heap_event, counters):
     """Remove the earliest event; return (kind, arg, version)."""
     kind, arg, version = heap_event[0, 0], heap_event[0, 1], heap_event[0, 2]
@@ -122,7 +131,7 @@ def _pop(heap_time, heap_key, heap_event, counters):
     return kind, arg, version
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _drop_void(heap_time, heap_key, heap_event, counters, ints):
     """Remove the events of runs that were preempted (left in place until they come up) and
     rebuild the heap. Keys are unique, so the order events come out in does not change."""
@@ -138,7 +147,7 @@ def _drop_void(heap_time, heap_key, heap_event, counters, ints):
         _sift_down(heap_time, heap_key, heap_event, i, kept)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def remaining_wall(floats, ints, j):
     """Expected wall time for job ``j`` to finish if nothing interrupts it (as ``Job.remaining_wall_s``)."""
     left = max(floats[j, F_WORK] - floats[j, F_DONE], 0.0)
@@ -155,14 +164,15 @@ def _step_of(seconds, step_s):
     return max(0, math.ceil(seconds / step_s - 1e-9))
 
 
-@njit(cache=True)
+@njit(cache=True, **REFCOUNT)
 def _need(now, step_s, st, serve, fleet):
-    """GPUs per pool inference places in the step a change made at ``now`` takes effect (kept
-    until the fleet or the GPUs jobs hold outside ``preempt`` pools change)."""
+    """GPUs per pool inference places in the step a change made at ``now`` takes effect, into
+    ``st[14]`` (kept until the fleet or the GPUs jobs hold outside ``preempt`` pools change).
+    It returns nothing: a caller that counts no references must not receive an array."""
     counters, need = st[13], st[14]
     step = _step_of(now, step_s)
     if counters[C_NEED_STEP] == step:
-        return need
+        return
     demand, capacity_per_step, gpus_per_replica, preferences, api_mode = serve
     installed, failed, out_of_service, training, training_floor, preempt = fleet
     if step >= demand.shape[0]:
@@ -171,10 +181,9 @@ def _need(now, step_s, st, serve, fleet):
         need[:] = inference_gpus(demand[step], capacity_per_step, gpus_per_replica, preferences, api_mode, installed,
                                  failed, out_of_service, training, training_floor, preempt)
     counters[C_NEED_STEP] = step
-    return need
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _free(p, now, step_s, st, serve, fleet):
     modes, partitions, lengths = st[5], st[6], st[9]
     installed, failed, out_of_service = fleet[0], fleet[1], fleet[2]
@@ -182,7 +191,8 @@ def _free(p, now, step_s, st, serve, fleet):
     held = lengths[p, 2]
     if modes[p] == MODE_DEDICATED:
         return max(min(partitions[p], available) - held, 0)
-    return max(available - held - _need(now, step_s, st, serve, fleet)[p], 0)
+    _need(now, step_s, st, serve, fleet)
+    return max(available - held - st[14][p], 0)
 
 
 @njit(cache=True, inline="always")
@@ -215,7 +225,7 @@ def _remove(jobs, lengths, p, which, j):
     lengths[p, which] = n - 1
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _start(j, now, st, fleet):
     pools, gpus, floats, ints, queue, running, lengths, counters = st[0], st[1], st[3], st[4], st[7], st[8], st[9], \
         st[13]
@@ -235,7 +245,7 @@ def _start(j, now, st, fleet):
     _schedule(st, now, EV_JOB_INIT, j, URGENT)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _release(j, now, st, fleet):
     pools, gpus, floats, ints, running, lengths, counters = st[0], st[1], st[3], st[4], st[8], st[9], st[13]
     p = pools[j]
@@ -248,7 +258,7 @@ def _release(j, now, st, fleet):
     _set_training(p, st, fleet)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _enqueue(j, st):
     """Put job ``j`` in its pool's queue, which stays in submission order."""
     pools, queue, lengths, counters = st[0], st[7], st[9], st[13]
@@ -263,15 +273,16 @@ def _enqueue(j, st):
     counters[C_QUEUED] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, **REFCOUNT)
 def _chosen(p, free, now, policy, st):
-    """The queued jobs of pool ``p`` to start now, in the order they start (the policies of
-    :mod:`simulator.path.training.policies`), in a scratch array."""
+    """How many queued jobs of pool ``p`` start now; they are written, in the order they start
+    (the policies of :mod:`simulator.path.training.policies`), into the scratch array
+    ``st[15]``."""
     gpus, priority, floats, ints, queue, running, lengths = st[1], st[2], st[3], st[4], st[7], st[8], st[9]
     started, ends, sizes = st[15], st[16], st[17]
     n = lengths[p, 0]
     if free <= 0:  # every job needs a GPU: nothing starts, nothing backfills
-        return started[:0]
+        return 0
     waiting = queue[p, :n]
     if policy == POLICY_PRIORITY:
         waiting = waiting[np.argsort(-priority[waiting], kind="mergesort")]
@@ -288,7 +299,7 @@ def _chosen(p, free, now, policy, st):
         free -= gpus[waiting[i]]
         i += 1
     if policy != POLICY_EASY or i == n or free <= 0:
-        return started[:count]
+        return count
     head = waiting[i]
     fits = False  # can any later job start now at all? (the shadow time is not needed if not)
     for w in range(i + 1, n):
@@ -296,7 +307,7 @@ def _chosen(p, free, now, policy, st):
             fits = True
             break
     if not fits:
-        return started[:count]
+        return count
     # Shadow time: when enough running jobs (and those just started) have ended for the head
     # to fit, taking them by (end, GPUs).
     n_running = lengths[p, 1]
@@ -325,18 +336,19 @@ def _chosen(p, free, now, policy, st):
                 extra -= gpus[job]
             if free <= 0:
                 break
-    return started[:count]
+    return count
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _try_start(p, now, policy, step_s, st, serve, fleet):
     if st[9][p, 0] == 0:
         return
-    for j in _chosen(p, _free(p, now, step_s, st, serve, fleet), now, policy, st):
-        _start(j, now, st, fleet)
+    count = _chosen(p, _free(p, now, step_s, st, serve, fleet), now, policy, st)
+    for i in range(count):
+        _start(st[15][i], now, st, fleet)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _next_segment(j, now, rng, st):
     """Job ``j`` works on: schedule the end of its next checkpoint segment or the failure that
     cuts it short; return whether its work is done (nothing scheduled)."""
@@ -356,7 +368,7 @@ def _next_segment(j, now, rng, st):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _restart_or_work(j, now, rng, st):
     """A run of job ``j`` goes on from ``now``: its restart first if it needs one; return
     whether its work is done."""
@@ -366,7 +378,7 @@ def _restart_or_work(j, now, rng, st):
     return _next_segment(j, now, rng, st)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _handle(kind, arg, now, policy, review_s, step_s, rng, st, serve, fleet):
     """Run one event; return whether a job a launch waits for ended."""
     pools, floats, ints, counters = st[0], st[3], st[4], st[13]
@@ -418,7 +430,7 @@ def _handle(kind, arg, now, policy, review_s, step_s, rng, st, serve, fleet):
     return ints[j, I_LAUNCH] != 0
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def run_events(last_step, until_s, until_key, policy, review_s, step_s, rng, st, serve, fleet):
     """Run the events that fall in steps up to ``last_step`` and come before SimPy's next event
     (at ``until_s``, with key ``until_key``, or -1 for none to run at that instant), in order;
@@ -436,7 +448,7 @@ def run_events(last_step, until_s, until_key, policy, review_s, step_s, rng, st,
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _first_step_with_effect(k1, step_s, st):
     """A step before which no event in the heap, nor any it leads to, changes the fleet or
     reads it (at most ``k1``): the steps before it are integrated in one kernel call and
@@ -484,7 +496,8 @@ def preempt_for_inference(k, policy, step_s, st, serve, fleet):
         if modes[p] != MODE_PREEMPT or lengths[p, 1] == 0:
             continue
         if need.shape[0] == 0:
-            need = _need(now, step_s, st, serve, fleet)
+            _need(now, step_s, st, serve, fleet)
+            need = st[14]
         deficit = need[p] - (installed[p] - failed[p] - out_of_service[p] - lengths[p, 2])
         while deficit > 0 and lengths[p, 1] > 0:
             victim, best = -1, (0, 0.0, 0)
