@@ -96,7 +96,7 @@ def run(
         resolved, paths=paths, seed=seed, workers=workers, scheduler=scheduler, keep_paths=keep_paths,
         show_progress=not quiet, precision=targets,
     )
-    results.save(directory, report=not no_report)
+    results.save(directory, report=not no_report, processes=workers)
     if quiet:
         return
     summaries = results.summaries() if isinstance(results, VariantResults) else {"": results.summary}

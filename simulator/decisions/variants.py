@@ -56,16 +56,17 @@ class VariantResults:
     def comparison(self) -> pd.DataFrame:
         return headline_figures({name: result.summary for name, result in self.results.items()})
 
-    def save(self, directory: str | Path, report: bool = True) -> Path:
+    def save(self, directory: str | Path, report: bool = True, processes: int | None = None) -> Path:
         """The base run's files at the top, each variant under ``variants/<name>/``, and
         ``comparison.csv``; written atomically as one directory. Each run's files and report
-        are written side by side with the others' (:mod:`simulator.runs.forked`)."""
+        are written side by side with the others' on up to ``processes`` cores (default:
+        all; :mod:`simulator.runs.forked`)."""
         with staged_directory(Path(directory)) as staging:
             self.comparison.to_csv(staging / "comparison.csv", index=True)  # the base's report reads it
             writes = [partial(result.write_files, staging / "variants" / name, report=report)
                       for name, result in self.results.items() if name != BASE]
             writes.append(partial(self.results[BASE].write_files, staging, self.scenario, report=report))
-            run_side_by_side(writes)
+            run_side_by_side(writes, processes)
         return Path(directory)
 
 

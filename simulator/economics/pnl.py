@@ -21,6 +21,8 @@ starts at ``opening_cash_usd``; the debt balance is the principal outstanding.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -36,14 +38,14 @@ _SUMMED = [
 ]
 
 
-def monthly_pnl(timeseries: pd.DataFrame, financing: Financing, step_s: float,
+def monthly_pnl(timeseries: pd.DataFrame | Mapping[str, np.ndarray], financing: Financing, step_s: float,
                 opex: pd.DataFrame | None = None, tax_rate: float = 0.0) -> pd.DataFrame:
     """One row per (path, month): income statement, cash flow, cash and debt balances.
 
     ``opex``: USD per (month, line) (:func:`simulator.economics.opex.monthly_opex`).
     """
-    time = timeseries["time"].to_numpy()
-    column = {name: timeseries[name].to_numpy() for name in
+    time = np.asarray(timeseries["time"])
+    column = {name: np.asarray(timeseries[name]) for name in
               ("path", *_SUMMED, "utilization", "gpus_available", "subscribers")}
     codes, (paths, months) = group_codes(column["path"], time.astype("datetime64[M]"))
     # Each month's start as pandas writes it (its unit too), from the few months there are.

@@ -92,6 +92,13 @@ def _frame(table: dict[str, np.ndarray], key: str, names: Sequence[str], repeats
 
 def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: CompiledScenario) -> pd.DataFrame:
     """One row per (path, step): the whole fleet and every model added up."""
+    return pd.DataFrame(timeseries_columns(results, times, plan), copy=False)
+
+
+def timeseries_columns(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: CompiledScenario
+                       ) -> dict[str, np.ndarray]:
+    """The columns of :func:`timeseries_table`, as arrays by name (what a path's reductions
+    read: a DataFrame costs more to build and to read a column from than they do)."""
     pool = np.concatenate([r.pool_out.sum(axis=1) for r in results]).T.copy().T  # column-major (rows, cols)
     model = np.concatenate([r.model_out.sum(axis=1) for r in results]).T.copy().T
     other = np.concatenate([r.other_out for r in results])
@@ -138,7 +145,7 @@ def timeseries_table(results: Sequence[PathResult], times: pd.DatetimeIndex, pla
     table["subscribers"] = np.concatenate([r.subscribers.sum(axis=1) for r in results])
     table["energy_kwh"] = pool[:, K.POOL_ENERGY_KWH]
     table["replicas"] = model[:, K.MODEL_REPLICAS]
-    return pd.DataFrame(_cast(table), copy=False)
+    return _cast(table)
 
 
 def pools_table(results: Sequence[PathResult], times: pd.DatetimeIndex, plan: CompiledScenario) -> pd.DataFrame:

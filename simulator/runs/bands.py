@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -51,12 +52,13 @@ BAND_QUANTILES = {"p5": 0.05, "p10": 0.10, "p50": 0.50, "p90": 0.90, "p95": 0.95
 IN_MEMORY_BYTES = 256 * 2**20
 
 
-def path_series(timeseries: pd.DataFrame) -> np.ndarray:
+def path_series(timeseries: pd.DataFrame | Mapping[str, np.ndarray]) -> np.ndarray:
     """One path's band series: float32, shape (columns, steps). ``gpus_needed`` is the GPUs
     serving inference plus the shortfall: what demand asked for; ``short`` is 1 in a step of
     material shortfall (its mean over paths is the probability of being short then)."""
-    frame = timeseries.assign(gpus_needed=timeseries["gpus_inference"] + timeseries["shortfall_gpus"])
-    return np.ascontiguousarray(frame[list(BAND_COLUMNS)].to_numpy(dtype=np.float32).T)
+    needed = np.asarray(timeseries["gpus_inference"]) + np.asarray(timeseries["shortfall_gpus"])
+    return np.stack([np.asarray(needed if name == "gpus_needed" else timeseries[name], dtype=np.float32)
+                     for name in BAND_COLUMNS])
 
 
 def linear_quantiles(values: np.ndarray, quantiles: list[float]) -> np.ndarray:

@@ -27,7 +27,7 @@ from simulator.path.tables import (
     jobs_frame,
     models_table,
     pools_table,
-    timeseries_table,
+    timeseries_columns,
 )
 from simulator.runs.bands import path_series
 from simulator.runs.need import path_need
@@ -83,14 +83,14 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
     """Tabulate one path and reduce it; the full tables travel only when ``keep``, the GPUs
     lacked per slot (:mod:`simulator.runs.need`) only when ``need``."""
     times = scenario.horizon.times()
-    timeseries = path_timeseries(result, scenario, plan)
+    timeseries = path_timeseries_columns(result, scenario, plan)
     jobs = job_columns(result.path, result.jobs, plan)
     totals = path_totals(timeseries, scenario.horizon.step_s).iloc[0].to_dict()
     totals[COMMITMENT_AFTER_HORIZON] = plan.reserved_after_horizon_usd()
     tables = None
     if keep:
-        tables = PathTables(timeseries, pools_table([result], times, plan), models_table([result], times, plan),
-                            jobs_frame([jobs], scenario.horizon.start))
+        tables = PathTables(pd.DataFrame(timeseries, copy=False), pools_table([result], times, plan),
+                            models_table([result], times, plan), jobs_frame([jobs], scenario.horizon.start))
     return PathDigest(
         path=result.path,
         totals=totals,
@@ -116,7 +116,12 @@ def _unit_arrays(model_out: np.ndarray) -> dict[str, np.ndarray]:
 def path_timeseries(result: PathResult, scenario: Scenario, plan: CompiledScenario) -> pd.DataFrame:
     """The path's ``timeseries`` table with its ``short`` column: the steps of a material
     shortfall (:mod:`simulator.runs.shortfall`)."""
-    timeseries = timeseries_table([result], scenario.horizon.times(), plan)
+    return pd.DataFrame(path_timeseries_columns(result, scenario, plan), copy=False)
+
+
+def path_timeseries_columns(result: PathResult, scenario: Scenario, plan: CompiledScenario) -> dict[str, np.ndarray]:
+    """The columns of :func:`path_timeseries`, as arrays by name."""
+    timeseries = timeseries_columns([result], scenario.horizon.times(), plan)
     timeseries["short"] = short_steps(result.model_out, scenario.shortfall, scenario.horizon.step_s)
     return timeseries
 

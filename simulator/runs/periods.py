@@ -20,6 +20,7 @@ distribution-free interval and every probability and mean an interval at ``LEVEL
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -36,25 +37,25 @@ _MONEY = ("revenue_usd", "cogs_usd", "gross_margin_usd", "gross_margin_pct")
 _QUANTILES = {"p10": 0.10, "p50": 0.50, "p90": 0.90}
 
 
-def path_periods(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
+def path_periods(timeseries: pd.DataFrame | Mapping[str, np.ndarray], step_s: float) -> pd.DataFrame:
     """One path's rows: ``period, start, hours, short, hours_short, gpu_hours_short`` and sums.
 
     Steps are in time order, so each period is a run of consecutive steps: every figure is
     one ``np.add.reduceat`` over the period boundaries (found once per horizon).
     """
     step_h = step_s / 3600.0
-    short = timeseries["short"].to_numpy()
+    short = np.asarray(timeseries["short"])
     values = np.column_stack([
         short.astype(np.float64),
-        np.where(short, timeseries["shortfall_gpus"].to_numpy(), 0) * step_h,
-        *(timeseries[name].to_numpy(dtype=np.float64) for name in _SUMS),
+        np.where(short, np.asarray(timeseries["shortfall_gpus"]), 0) * step_h,
+        *(np.asarray(timeseries[name], dtype=np.float64) for name in _SUMS),
     ])
-    times = timeseries["time"].to_numpy()
+    times = np.asarray(timeseries["time"])
     labels, starts, firsts = _boundaries(times[0], len(times), times[1] - times[0] if len(times) > 1 else 0)
     sums = np.add.reduceat(np.tile(values, (len(PERIODS), 1)), firsts, axis=0)
     counts = np.diff(np.append(firsts, len(PERIODS) * len(times)))
     out = pd.DataFrame({
-        "path": int(timeseries["path"].iloc[0]),
+        "path": int(np.asarray(timeseries["path"])[0]),
         "period": labels,
         "start": starts,
         "hours": counts * step_h,

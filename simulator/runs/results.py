@@ -271,9 +271,10 @@ class Results:
     def kept_paths(self) -> int:
         return int(self.summary["kept_paths"])
 
-    def save(self, directory: str | Path, report: bool = True) -> Path:
+    def save(self, directory: str | Path, report: bool = True, processes: int | None = None) -> Path:
         """Write the run directory (with its report unless ``report`` is False) atomically; an
-        earlier one at that path is replaced whole."""
+        earlier one at that path is replaced whole. (``processes`` is there for the signature
+        :class:`~simulator.decisions.variants.VariantResults` shares: one run is one piece.)"""
         with staged_directory(Path(directory)) as staging:
             self.write_files(staging, report=report)
         return Path(directory)

@@ -9,6 +9,7 @@ which at least 10% of paths have run short; a quantile beyond the horizon is nul
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -66,7 +67,7 @@ TOTAL_COLUMNS = (*TOTALS, *_PARTS, "peak_shortfall_gpus", "shortfall_hours", "sh
 MONTH_S = 365.25 / 12 * 86400
 
 
-def path_totals(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
+def path_totals(timeseries: pd.DataFrame | Mapping[str, np.ndarray], step_s: float) -> pd.DataFrame:
     """One row per path with its totals and derived ratios.
 
     ``timeseries`` carries the ``short`` column (:func:`simulator.runs.shortfall.short_steps`):
@@ -74,7 +75,7 @@ def path_totals(timeseries: pd.DataFrame, step_s: float) -> pd.DataFrame:
     Sums are pandas' grouped sums to the bit (:mod:`simulator.group_sums`).
     """
     step_h = step_s / 3600.0
-    column = {name: timeseries[name].to_numpy() for name in
+    column = {name: np.asarray(timeseries[name]) for name in
               ("path", "time", "short", "shortfall_gpus", "utilization", "gpus_available", "slo_attainment",
                "demand_requests", "subscribers", *TOTALS, "served_tokens")}
     short, shortfall, path = column["short"], column["shortfall_gpus"], column["path"]

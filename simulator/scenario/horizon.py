@@ -11,6 +11,8 @@ Inside the engine time is float seconds since ``start``; step ``k`` covers
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pandas as pd
 from pydantic import Field, model_validator
@@ -86,9 +88,14 @@ class Horizon(Frozen):
         return float(when)
 
     def times(self) -> pd.DatetimeIndex:
-        """Start time of every step."""
-        offsets = np.arange(self.n_steps, dtype=np.int64) * int(round(self.step * 1e9))
-        return pd.DatetimeIndex(self.start.as_unit("ns") + pd.to_timedelta(offsets, unit="ns"))
+        """Start time of every step (an index is immutable: one is made per horizon and shared)."""
+        return _step_times(self.start, int(round(self.step * 1e9)), self.n_steps)
+
+
+@lru_cache(maxsize=32)
+def _step_times(start: pd.Timestamp, step_ns: int, n_steps: int) -> pd.DatetimeIndex:
+    offsets = np.arange(n_steps, dtype=np.int64) * step_ns
+    return pd.DatetimeIndex(start.as_unit("ns") + pd.to_timedelta(offsets, unit="ns"))
 
 
 __all__ = ["Horizon", "When"]
