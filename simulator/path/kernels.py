@@ -18,8 +18,17 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.core.cpu import CPUTargetOptions
 
 # Per (step, pool) columns.
+#: Options of the compiled functions that allocate no array and return none: they count no
+#: references (NRT's atomic increment and decrement of every array they touch, on every call,
+#: took half of the training loop's time). The arrays belong to their caller for the call.
+NO_REFCOUNT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
+#: The functions such callers reach that allocate say so (a callee compiled for a caller
+#: takes the caller's setting unless it sets its own).
+REFCOUNT = {"_nrt": True} if NO_REFCOUNT else {}
+
 POOL_INSTALLED = 0
 POOL_AVAILABLE = 1
 POOL_INFERENCE = 2
@@ -81,7 +90,7 @@ N_CH_FLOAT = 3
 _REPLICA_SLACK = 1e-12
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _interpolate(xs, ys, x):
     """Piecewise-linear ``y(x)``, flat beyond the ends."""
     if x <= xs[0]:
@@ -286,20 +295,72 @@ def integrate_interval(
         other_usd_s: fixed other costs, USD per second.
         pool_out, model_out, other_out: output arrays written for steps k0..k1-1.
     """
+    scratch = step_scratch(installed.shape[0], demand.shape[1], preferences.shape[1])
+    return integrate_steps(k0, k1, step_s, demand, capacity_per_step, gpus_per_replica, preferences, revenue_per_request, fixed_revenue, api_mode, api_limit_per_step, api_cost_per_request, slo_load, slo_attainment, installed, failed, out_of_service, is_spot, power_blocked, training, training_floor, preempt, stop_from, serves_model, depreciation_usd_s, cloud_usd_gpu_s, facility_usd_gpu_s, busy_kw, idle_kw, usd_per_kwh, other_usd_s, outage_ints, outage_floats, heap_time, heap_count, outage_expo, outage_repair, pool_out, model_out, other_out, scratch)
+
+
+@njit(cache=True)
+def step_scratch(n_pools, n_models, n_prefs):
+    """The working arrays of :func:`integrate_steps` (one set serves any number of calls:
+    every step writes each entry before reading it)."""
+    return (np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64),
+            np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.float64),
+            np.zeros((n_models, n_prefs), dtype=np.int64), np.zeros((n_models, n_prefs), dtype=np.float64),
+            np.zeros(n_models, dtype=np.float64), np.zeros(n_pools, dtype=np.float64))
+
+
+@njit(cache=True, **NO_REFCOUNT)
+def integrate_steps(
+    k0,
+    k1,
+    step_s,
+    demand,
+    capacity_per_step,
+    gpus_per_replica,
+    preferences,
+    revenue_per_request,
+    fixed_revenue,
+    api_mode,
+    api_limit_per_step,
+    api_cost_per_request,
+    slo_load,
+    slo_attainment,
+    installed,
+    failed,
+    out_of_service,
+    is_spot,
+    power_blocked,
+    training,
+    training_floor,
+    preempt,
+    stop_from,
+    serves_model,
+    depreciation_usd_s,
+    cloud_usd_gpu_s,
+    facility_usd_gpu_s,
+    busy_kw,
+    idle_kw,
+    usd_per_kwh,
+    other_usd_s,
+    outage_ints,
+    outage_floats,
+    heap_time,
+    heap_count,
+    outage_expo,
+    outage_repair,
+    pool_out,
+    model_out,
+    other_out,
+    scratch,
+):
+    """:func:`integrate_interval` with its working arrays given (:func:`step_scratch`): it
+    allocates nothing and counts no references, for callers that integrate many short
+    intervals (the training loop)."""
     n_models = demand.shape[1]
     n_pools = installed.shape[0]
     n_prefs = preferences.shape[1]
     hours = step_s / 3600.0
-    free = np.empty(n_pools, dtype=np.int64)
-    available = np.empty(n_pools, dtype=np.int64)
-    billed = np.empty(n_pools, dtype=np.int64)
-    inference = np.empty(n_pools, dtype=np.int64)
-    train = np.empty(n_pools, dtype=np.int64)
-    busy = np.empty(n_pools, dtype=np.float64)
-    taken = np.zeros((n_models, n_prefs), dtype=np.int64)
-    load = np.zeros((n_models, n_prefs), dtype=np.float64)
-    unplaced = np.zeros(n_models, dtype=np.float64)
-    pool_cogs = np.zeros(n_pools, dtype=np.float64)
+    free, available, billed, inference, train, busy, taken, load, unplaced, pool_cogs = scratch
     for k in range(k0, k1):
         advance_outages(k * step_s, installed, failed, out_of_service, outage_ints, outage_floats, heap_time, heap_count,
                         outage_expo, outage_repair)
@@ -422,7 +483,7 @@ def integrate_interval(
     return k1
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def advance_outages(until, installed, failed, out_of_service, ints, floats, heap_time, heap_count, expo, repair):
     """Process every outage and repair at or before ``until``; update ``failed`` per pool.
 
@@ -471,7 +532,7 @@ def advance_outages(until, installed, failed, out_of_service, ints, floats, heap
                 _redraw(c, best_time, installed, failed, out_of_service, ints, floats, expo)
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _redraw(c, now, installed, failed, out_of_service, ints, floats, expo):
     pool = ints[c, CH_POOL]
     working = installed[pool] - failed[pool] - out_of_service[pool]
@@ -486,7 +547,7 @@ def _redraw(c, now, installed, failed, out_of_service, ints, floats, expo):
     ints[c, CH_EXPO] = position + 1
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _heap_push(c, time, count, ints, heap_time, heap_count):
     j = ints[c, CH_HEAP]
     ints[c, CH_HEAP] = j + 1
@@ -501,7 +562,7 @@ def _heap_push(c, time, count, ints, heap_time, heap_count):
     heap_count[c, j] = count
 
 
-@njit(cache=True)
+@njit(cache=True, **NO_REFCOUNT)
 def _heap_pop(c, ints, heap_time, heap_count):
     top = heap_count[c, 0]
     last = ints[c, CH_HEAP] - 1

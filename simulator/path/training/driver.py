@@ -46,6 +46,9 @@ class CompiledTraining:
         self.state = TrainingState(self.jobs, len(plan.pool_names), plan.n_steps, plan.training_mode,
                                    plan.training_partition, plan.training_review_s, set(self.launches))
         self.policy = POLICY_CODES[plan.training_policy]
+        # Working arrays of the loop's placements (GPUs open per pool; replicas, load per slot; unplaced).
+        self.placement = (np.zeros(len(plan.pool_names), dtype=np.int64), np.zeros(plan.preferences.shape, dtype=np.int64),
+                          np.zeros(plan.preferences.shape), np.zeros(plan.preferences.shape[0]))
         self.rng = generator(STREAM_TRAINING, 0)  # failures of every job, drawn in event order
         self.done_until = (-np.inf, -1)
         with self._numbered():
@@ -68,7 +71,8 @@ class CompiledTraining:
         if (until_s, until_key) <= self.done_until:
             return
         plan, state, fleet = self.plan, self.state, clock.fleet
-        serve = (clock.demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences, plan.api_mode)
+        serve = (clock.demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences, plan.api_mode,
+                 *self.placement)
         fleet_arrays = (fleet.installed, fleet.failed, fleet.out_of_service, fleet.training, fleet.training_floor,
                         plan.preempt)
         arrays = (state.pool, state.gpus, state.priority, state.floats, state.ints, state.modes, state.partitions,

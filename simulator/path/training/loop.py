@@ -26,17 +26,15 @@ import math
 
 import numpy as np
 from numba import njit
-from numba.core.cpu import CPUTargetOptions
 
-from simulator.path.kernels import inference_gpus, integrate_interval
-
-#: Options of the functions that allocate no array and return none: they count no references
-#: (NRT's atomic increment and decrement per array touched, on every call, took half the
-#: loop's time). The arrays they touch belong to the caller for the whole call.
-NO_REFCOUNT = {"_nrt": False} if hasattr(CPUTargetOptions, "_nrt") else {}
-#: The functions such callers reach that allocate say so (a callee compiled for a caller
-#: takes the caller's setting unless it sets its own).
-REFCOUNT = {"_nrt": True} if NO_REFCOUNT else {}
+from simulator.path.kernels import (
+    NO_REFCOUNT,
+    REFCOUNT,
+    integrate_steps,
+    open_to_inference,
+    place_replicas,
+    step_scratch,
+)
 
 # Event kinds.
 EV_SUBMIT = 0  # the submitter wakes for the next job
@@ -164,22 +162,23 @@ def _step_of(seconds, step_s):
     return max(0, math.ceil(seconds / step_s - 1e-9))
 
 
-@njit(cache=True, **REFCOUNT)
+@njit(cache=True, **NO_REFCOUNT)
 def _need(now, step_s, st, serve, fleet):
     """GPUs per pool inference places in the step a change made at ``now`` takes effect, into
-    ``st[14]`` (kept until the fleet or the GPUs jobs hold outside ``preempt`` pools change).
-    It returns nothing: a caller that counts no references must not receive an array."""
+    ``st[14]`` (kept until the fleet or the GPUs jobs hold outside ``preempt`` pools change):
+    :func:`~simulator.path.kernels.inference_gpus`, on the working arrays ``serve`` carries."""
     counters, need = st[13], st[14]
     step = _step_of(now, step_s)
     if counters[C_NEED_STEP] == step:
         return
-    demand, capacity_per_step, gpus_per_replica, preferences, api_mode = serve
+    demand, capacity_per_step, gpus_per_replica, preferences, api_mode, free, taken, load, unplaced = serve
     installed, failed, out_of_service, training, training_floor, preempt = fleet
-    if step >= demand.shape[0]:
-        need[:] = 0
-    else:
-        need[:] = inference_gpus(demand[step], capacity_per_step, gpus_per_replica, preferences, api_mode, installed,
-                                 failed, out_of_service, training, training_floor, preempt)
+    for p in range(need.shape[0]):
+        need[p] = 0
+    if step < demand.shape[0]:
+        open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
+        place_replicas(demand, step, capacity_per_step, gpus_per_replica, preferences, api_mode, free, need, taken,
+                       load, unplaced)
     counters[C_NEED_STEP] = step
 
 
@@ -536,6 +535,8 @@ def train_and_integrate(k0, k1, until_s, until_key, policy, review_s, rng, st, s
     """
     step_s = kernel_args[0]
     counters = st[13]
+    installed = fleet[0]
+    scratch = step_scratch(installed.shape[0], serve[0].shape[1], serve[3].shape[1])
     k = k0
     checked = -1  # the step whose preemptions ran already
     counters[C_NEED_STEP] = -1  # the fleet or the demand may have changed since the last call
@@ -548,7 +549,7 @@ def train_and_integrate(k0, k1, until_s, until_key, policy, review_s, rng, st, s
         queued_out[k:last] = counters[C_QUEUED]
         running_out[k:last] = counters[C_RUNNING]
         stop_from = k + 1 if checked == k else k
-        reached = integrate_interval(k, last, *kernel_args[:20], stop_from, *kernel_args[21:])
+        reached = integrate_steps(k, last, *kernel_args[:20], stop_from, *kernel_args[21:], scratch)
         counters[C_NEED_STEP] = -1  # failures in those steps changed the fleet
         if reached < last:
             # The events passed over up to that step come first, as they would have run
