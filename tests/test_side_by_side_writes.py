@@ -5,8 +5,10 @@ turn from the whole tables, errors raised with their type, interrupts leave no p
 from __future__ import annotations
 
 import hashlib
-import multiprocessing
-import os
+import json
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -17,7 +19,6 @@ import pytest
 
 import simulator
 from simulator.decisions.variants import simulate_variants
-from simulator.errors import InputError
 from simulator.runs.forked import fork_is_safe, run_side_by_side
 from simulator.runs.path_frames import PathFrames
 
@@ -40,10 +41,21 @@ def launch_variants():
     return simulate_variants(scenario, executor="serial")
 
 
-@pytest.mark.skipif(not fork_is_safe(), reason="forks only on Linux with one thread")
-def test_runs_written_side_by_side_are_the_files_one_process_writes(launch_variants, tmp_path):
-    launch_variants.save(tmp_path / "apart", report=True, processes=2)
-    launch_variants.save(tmp_path / "alone", report=True, processes=1)
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
+def test_runs_written_side_by_side_are_the_files_one_process_writes(tmp_path):
+    out = _in_a_fresh_interpreter(f"""
+        import json
+        import simulator
+        from simulator.decisions.variants import simulate_variants
+        from simulator.runs.forked import fork_is_safe
+        scenario = simulator.load_scenario({str(LAUNCH)!r}, {{"horizon.duration": "30d", "paths": 3}})
+        runs = simulate_variants(scenario, executor="serial")
+        safe = fork_is_safe()
+        runs.save({str(tmp_path / "apart")!r}, report=True, processes=2)
+        runs.save({str(tmp_path / "alone")!r}, report=True, processes=1)
+        print(json.dumps({{"safe": safe}}))
+    """)
+    assert out["safe"]
     apart, alone = _digests(tmp_path / "apart"), _digests(tmp_path / "alone")
     assert set(apart) == set(alone) and len(apart) > 30
     assert apart == alone
@@ -78,42 +90,72 @@ def test_a_variant_runs_tables_are_the_concatenation_of_its_paths(launch_variant
     assert len(base.pools) == 2 * len(base.timeseries)
 
 
-def _fails() -> None:
-    raise InputError("fleet.pools[0].count: the child's own message")
+def _in_a_fresh_interpreter(code: str) -> dict:
+    """Run ``code`` in a new Python with one thread (this test process may hold threads that
+    earlier tests left, which rightly keep it from forking) and return the JSON it prints."""
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                            timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(not fork_is_safe(), reason="forks only on Linux with one thread")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_an_error_in_a_child_is_raised_here_with_its_type_and_message():
-    with pytest.raises(InputError, match="the child's own message"):
-        run_side_by_side([_fails, lambda: None, lambda: None], processes=2)
-    assert multiprocessing.active_children() == []
+    out = _in_a_fresh_interpreter("""
+        import json, multiprocessing, os
+        from simulator.errors import InputError
+        from simulator.runs.forked import fork_is_safe, run_side_by_side
+        me = os.getpid()
+        def fails():
+            if os.getpid() != me:  # only in a child
+                raise InputError("fleet.pools[0].count: the child's own message")
+        safe = fork_is_safe()
+        try:
+            run_side_by_side([fails, lambda: None, lambda: None], processes=2)
+            raised = None
+        except InputError as exc:
+            raised = str(exc)
+        print(json.dumps({"safe": safe, "raised": raised, "left": len(multiprocessing.active_children())}))
+    """)
+    assert out == {"safe": True, "raised": "fleet.pools[0].count: the child's own message", "left": 0}
 
 
-@pytest.mark.skipif(not fork_is_safe(), reason="forks only on Linux with one thread")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_an_interrupt_here_stops_the_children_before_it_goes_on(tmp_path):
-    marker = tmp_path / "late"
+    out = _in_a_fresh_interpreter(f"""
+        import json, multiprocessing, time
+        from pathlib import Path
+        from simulator.runs.forked import run_side_by_side
+        marker = Path({str(tmp_path / "late")!r})
+        def slow():
+            time.sleep(30)
+            marker.write_text("written after the interrupt")
+        def interrupted():
+            time.sleep(0.5)  # the children are running
+            raise KeyboardInterrupt
+        started = time.monotonic()
+        try:
+            run_side_by_side([slow, slow, interrupted], processes=2)
+        except KeyboardInterrupt:
+            pass
+        print(json.dumps({{"seconds": time.monotonic() - started, "left": len(multiprocessing.active_children())}}))
+    """)
+    assert out["left"] == 0
+    assert out["seconds"] < 20  # the children were stopped, not waited for
+    time.sleep(0.2)
+    assert not (tmp_path / "late").exists()
 
-    def slow() -> None:
-        time.sleep(30)
-        marker.write_text("written after the interrupt")
 
-    def interrupted() -> None:
-        raise KeyboardInterrupt
-
-    started = time.monotonic()
-    with pytest.raises(KeyboardInterrupt):
-        run_side_by_side([slow, slow, interrupted], processes=2)
-    assert multiprocessing.active_children() == []
-    assert time.monotonic() - started < 20  # the children were stopped, not waited for
-    assert not marker.exists()
-
-
-@pytest.mark.skipif(not fork_is_safe(), reason="forks only on Linux with one thread")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
 def test_calls_run_in_children_and_here_side_by_side():
-    pids = multiprocessing.get_context("fork").Queue()
-    run_side_by_side([lambda: pids.put(os.getpid()) for _ in range(4)], processes=2)
-    seen = [pids.get(timeout=10) for _ in range(4)]
-    assert os.getpid() in seen and len(set(seen)) >= 2
+    out = _in_a_fresh_interpreter("""
+        import json, multiprocessing, os
+        from simulator.runs.forked import run_side_by_side
+        pids = multiprocessing.get_context("fork").Queue()
+        run_side_by_side([lambda: pids.put(os.getpid()) for _ in range(4)], processes=2)
+        print(json.dumps({"me": os.getpid(), "seen": [pids.get(timeout=10) for _ in range(4)]}))
+    """)
+    assert out["me"] in out["seen"] and len(set(out["seen"])) >= 2
 
 
 def test_with_another_thread_running_the_calls_run_here_in_turn():
