@@ -55,7 +55,8 @@ def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
 @click.option("--max-paths", type=click.IntRange(min=1),
               help=f"With --paths auto: stop adding paths here, met or not (default {DEFAULT_MAX_PATHS:,}).")
 @click.option("--seed", type=click.IntRange(min=0), help="Root seed (default: the scenario's).")
-@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes (default: CPU count).")
+@click.option("--workers", type=click.IntRange(min=1), help="Local worker processes, for the paths and for writing "
+              "the variants' files (default: CPU count).")
 @click.option("--scheduler", metavar="ADDR", help="Run paths on a Dask cluster, e.g. tcp://10.0.0.5:8786.")
 @click.option("--keep-paths", "keep_paths", type=KeepPaths(), default=str(DEFAULT_KEEP_PATHS), show_default=True,
               metavar="N|all", help="Paths whose full series go into timeseries/pools/models/jobs.parquet "
