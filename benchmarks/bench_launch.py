@@ -10,7 +10,7 @@ engine as the issue measured it (``ISSUE_PATH_S``, recorded then on this machine
 which the results keep beside the same-run ratio.
 
 Many paths: ``simulate`` of ``--paths`` paths serially and on 2 local workers (variants off),
-paths per second, the speed-up of 2 workers over 1 and the time 10,000 paths would take at
+alternated for ``--rounds`` rounds, paths per second, the speed-up of 2 workers over 1 and the time 10,000 paths would take at
 that rate; peak memory of the main process and of the largest worker. Targets: 10,000 paths
 in under 300 s on 2 workers; 2 workers at least 1.8x one.
 """
@@ -62,15 +62,23 @@ def one_path(scenario: simulator.Scenario, repeats: int) -> dict:
             "issue_reference_s": ISSUE_PATH_S, "speedup_over_issue_reference": ISSUE_PATH_S / timed["compiled"][0]}
 
 
-def many_paths(scenario: simulator.Scenario, paths: int) -> dict:
+def many_paths(scenario: simulator.Scenario, paths: int, rounds: int) -> dict:
+    """Serial and 2 workers, alternated for ``rounds`` rounds (this machine's speed drifts
+    with its neighbours' load: each round's ratio compares runs made side by side in time);
+    medians over the rounds."""
     simulator.simulate(scenario, paths=2, executor="serial")  # caches warm
-    out = {"paths": paths}
-    for label, kwargs in (("serial", {"executor": "serial"}), ("local_2", {"executor": "local", "workers": 2})):
-        started = time.perf_counter()
-        simulator.simulate(scenario, paths=paths, **kwargs)
-        out[f"{label}_s"] = time.perf_counter() - started
+    out: dict = {"paths": paths, "rounds": rounds}
+    times: dict[str, list[float]] = {"serial": [], "local_2": []}
+    for _ in range(rounds):
+        for label, kwargs in (("serial", {"executor": "serial"}), ("local_2", {"executor": "local", "workers": 2})):
+            started = time.perf_counter()
+            simulator.simulate(scenario, paths=paths, **kwargs)
+            times[label].append(time.perf_counter() - started)
+    for label, runs in times.items():
+        out[f"{label}_s"] = statistics.median(runs)
         out[f"{label}_paths_per_s"] = paths / out[f"{label}_s"]
-    out["speedup_2_workers"] = out["serial_s"] / out["local_2_s"]
+    out["speedup_2_workers"] = statistics.median(s / p for s, p in zip(times["serial"], times["local_2"], strict=True))
+    out["speedups_by_round"] = [s / p for s, p in zip(times["serial"], times["local_2"], strict=True)]
     out["ten_thousand_paths_on_2_workers_s"] = 10_000 / out["local_2_paths_per_s"]
     out["main_peak_bytes"] = _peak_bytes()
     out["largest_worker_peak_bytes"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
@@ -79,7 +87,8 @@ def many_paths(scenario: simulator.Scenario, paths: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--paths", type=int, default=200)
+    parser.add_argument("--paths", type=int, default=500)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
@@ -88,9 +97,9 @@ def main() -> None:
     print(f"one path ({path['jobs']:,} jobs): compiled loop {path['compiled_s']:.3f} s, SimPy loop "
           f"{path['simpy_loop_s']:.3f} s: {path['speedup']:.1f}x; {path['speedup_over_issue_reference']:.1f}x the "
           f"issue's {ISSUE_PATH_S} s (target 10x); same results: {path['same_results']}")
-    many = many_paths(scenario, args.paths)
-    print(f"{args.paths} paths: serial {many['serial_paths_per_s']:.1f} paths/s, 2 workers "
-          f"{many['local_2_paths_per_s']:.1f} paths/s ({many['speedup_2_workers']:.2f}x, target 1.8x); 10,000 paths "
+    many = many_paths(scenario, args.paths, args.rounds)
+    print(f"{args.paths} paths, {args.rounds} rounds: serial {many['serial_paths_per_s']:.1f} paths/s, 2 workers "
+          f"{many['local_2_paths_per_s']:.1f} paths/s ({many['speedup_2_workers']:.2f}x, median of the rounds' ratios; target 1.8x); 10,000 paths "
           f"would take {many['ten_thousand_paths_on_2_workers_s']:.0f} s on 2 workers (target 300 s); peak memory "
           f"main {many['main_peak_bytes'] / 1e9:.2f} GB, largest worker {many['largest_worker_peak_bytes'] / 1e9:.2f} GB")
     if args.json:

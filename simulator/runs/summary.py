@@ -161,14 +161,7 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
         } | {"payback_month": first_shortfall_quantiles(_payback_month(pnl))},
         "alerts": summarize_alerts(pnl, scenario.alerts, first_shortfall_quantiles),
         "training": training,
-        "per_path": [
-            {
-                "path": int(path),
-                **{name: _number(row[name]) for name in metrics},
-                "first_shortfall_time": _stamp(row["first_shortfall_time"]),
-            }
-            for path, row in totals.iterrows()
-        ],
+        "per_path": _per_path(totals, metrics),
     }
     if periods is not None:
         summary["periods"] = periods_json(periods)
@@ -311,6 +304,14 @@ def first_shortfall_quantiles(first: pd.Series) -> dict[str, Any]:
 
 def _instant(nanos: float) -> str | None:
     return None if not np.isfinite(nanos) else _stamp(pd.Timestamp(int(nanos)))
+
+
+def _per_path(totals: pd.DataFrame, metrics: list[str]) -> list[dict[str, Any]]:
+    """One entry per path: its figures (read as columns: a row at a time costs a Series)."""
+    columns = {name: totals[name].to_numpy(dtype=np.float64) for name in metrics}
+    firsts = totals["first_shortfall_time"].to_numpy()
+    return [{"path": int(path), **{name: _number(columns[name][i]) for name in metrics},
+             "first_shortfall_time": _stamp(firsts[i])} for i, path in enumerate(totals.index)]
 
 
 def _number(value: Any) -> float | None:
