@@ -144,3 +144,39 @@ def test_band_quantiles_equal_numpys_linear_quantiles_exactly(n_paths):
     values[:, :5] = 3.0  # ties
     q = list(BAND_QUANTILES.values())
     np.testing.assert_array_equal(linear_quantiles(values, q), np.quantile(values.astype(np.float64), q, axis=0))
+
+
+def test_workers_write_their_band_series_into_the_store_file_themselves(full, monkeypatch):
+    """A run whose band store is a file, on a local pool: each worker writes its paths' series
+    there and sends none back (the main process only marks them in); bands and summary are
+    those of the serial run, which adds every series itself."""
+    import simulator.runs.bands as bands
+
+    monkeypatch.setattr(bands, "IN_MEMORY_BYTES", 0)  # every store spills to a file
+    marked: list[int] = []
+    mark_written = BandStore.mark_written
+    monkeypatch.setattr(BandStore, "mark_written", lambda store, path: (marked.append(path), mark_written(store, path)))
+    scenario = simulator.load_scenario(_scenario())
+    pooled = simulator.simulate(scenario, paths=9, executor="local", workers=2, keep_paths=3)
+    assert sorted(marked) == list(range(9))  # no series crossed the pipe
+    pd.testing.assert_frame_equal(pooled.bands, full.bands)
+    assert {k: v for k, v in pooled.summary.items() if k != "kept_paths"} == \
+        {k: v for k, v in full.summary.items() if k != "kept_paths"}
+    serial = simulator.simulate(scenario, paths=9, executor="serial", keep_paths=3)
+    assert not marked[9:]  # the serial run adds its series itself
+    pd.testing.assert_frame_equal(serial.bands, full.bands)
+
+
+def test_a_band_file_travels_to_a_worker_without_its_descriptor(tmp_path):
+    import pickle
+
+    with BandStore(4, 10, in_memory_bytes=0, spill_dir=tmp_path) as store:
+        file = store.shared_file()
+        file.write(2, np.ones((len(BAND_COLUMNS), 10), dtype=np.float32))  # opens its own descriptor
+        copy = pickle.loads(pickle.dumps(file))
+        assert copy._fd is None and copy.file == file.file
+        with pytest.raises(ValueError, match="expected"):
+            copy.write(0, np.ones((3, 10), dtype=np.float32))
+    with BandStore(4, 10) as memory, pytest.raises(RuntimeError, match="in memory"):
+        assert memory.shared_file() is None
+        memory.mark_written(0)

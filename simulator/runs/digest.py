@@ -69,7 +69,7 @@ class PathDigest:
     path: int
     totals: dict[str, Any]
     pnl: pd.DataFrame
-    series: np.ndarray
+    series: np.ndarray | None  # None: the worker wrote it into the run's band file itself
     training: TrainingDigest | None
     inputs: dict[str, float]
     periods: pd.DataFrame | None = None

@@ -24,6 +24,7 @@ from simulator.path.compiled import CompiledScenario, compile_scenario
 from simulator.path.engine import run_path
 from simulator.path.streams import STREAM_INPUTS, path_generator, stream_key
 from simulator.runs.adaptive import Precision, next_total, parse_targets, status
+from simulator.runs.bands import BandFile
 from simulator.runs.digest import PathDigest, digest_path
 from simulator.runs.executors import check_executor, local_workers, task_runner
 from simulator.runs.limits import DEFAULT_KEEP_PATHS
@@ -90,6 +91,8 @@ def simulate(
     plan = compile_scenario(scenario)
     task = PathTask(scenario, plan, kept, need)
     aggregator = RunAggregator(scenario, scenario.paths, keep_paths)
+    if processes and precision is None:  # a local pool: its workers write the band file themselves
+        task.band_file = aggregator.stores[0][1].shared_file()
     auto: dict[str, Any] | None = None
     try:
         with path_runner(task, scenario.seed, executor, processes) as run:
@@ -143,8 +146,18 @@ class PathTask:
         self.keep = keep
         self.need = need
         self.uncertain_data = scenario.model_dump(mode="json") if scenario.uncertain else None
+        #: Set when the paths run in processes of this machine and the run's band store is a
+        #: file: each path's band series is written there, not sent back.
+        self.band_file: BandFile | None = None
 
     def __call__(self, seed: int, path: int) -> PathDigest:
+        digest = self._digest(seed, path)
+        if self.band_file is not None:
+            self.band_file.write(path, digest.series)
+            digest.series = None
+        return digest
+
+    def _digest(self, seed: int, path: int) -> PathDigest:
         if self.uncertain_data is None:
             return digest_path(run_path(self.plan, seed, path), self.scenario, self.plan, path < self.keep,
                                self.need)

@@ -83,7 +83,10 @@ class RunAggregator:
         first, store = next((first, store) for first, store in reversed(self.stores) if path >= first)
         if path - first >= store.n_paths:
             raise ValueError(f"path {path} is beyond the {self.n_paths} paths of the run")
-        store.add(path - first, digest.series)
+        if digest.series is None:  # written into the store's file by the worker (PathTask.band_file)
+            store.mark_written(path - first)
+        else:
+            store.add(path - first, digest.series)
         self.totals[path] = digest.totals
         if digest.inputs:
             self.inputs[path] = digest.inputs
