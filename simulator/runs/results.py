@@ -205,8 +205,28 @@ def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
     return frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
+class _KeptTable:
+    """A kept-paths table of :class:`Results` (``timeseries``, ``pools``, ``models``, ``jobs``):
+    read, it is one DataFrame (put together from the paths' frames on first read); set, it
+    replaces what the run held."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, results: Results | None, owner: type | None = None) -> Any:
+        return self if results is None else results._table(self.name)
+
+    def __set__(self, results: Results, frame: pd.DataFrame) -> None:
+        results._tables[self.name] = frame
+
+
 class Results:
     """Tables, bands and summary of a simulated scenario."""
+
+    timeseries = _KeptTable()
+    pools = _KeptTable()
+    models = _KeptTable()
+    jobs = _KeptTable()
 
     def __init__(self, scenario: Scenario, *, timeseries: Table, pools: Table,
                  models: Table, jobs: Table, pnl: pd.DataFrame, inputs: pd.DataFrame,
@@ -233,38 +253,6 @@ class Results:
         self.summary = summary
         #: Asked for (``simulate(need=True)``): GPUs each path lacked, ``(paths, models, slots)``.
         self.need: np.ndarray | None = None
-
-    @property
-    def timeseries(self) -> pd.DataFrame:
-        return self._table("timeseries")
-
-    @timeseries.setter
-    def timeseries(self, frame: pd.DataFrame) -> None:
-        self._tables["timeseries"] = frame
-
-    @property
-    def pools(self) -> pd.DataFrame:
-        return self._table("pools")
-
-    @pools.setter
-    def pools(self, frame: pd.DataFrame) -> None:
-        self._tables["pools"] = frame
-
-    @property
-    def models(self) -> pd.DataFrame:
-        return self._table("models")
-
-    @models.setter
-    def models(self, frame: pd.DataFrame) -> None:
-        self._tables["models"] = frame
-
-    @property
-    def jobs(self) -> pd.DataFrame:
-        return self._table("jobs")
-
-    @jobs.setter
-    def jobs(self, frame: pd.DataFrame) -> None:
-        self._tables["jobs"] = frame
 
     def _table(self, name: str) -> pd.DataFrame:
         table = self._tables[name]
