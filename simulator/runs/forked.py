@@ -84,6 +84,10 @@ def _received(reader) -> BaseException | None:  # noqa: ANN001 - a multiprocessi
         return None
 
 
+def _exit_on_terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def _flush_std_streams() -> None:
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
@@ -91,17 +95,20 @@ def _flush_std_streams() -> None:
 
 
 def _child(call: Callable[[], object], writer) -> None:  # noqa: ANN001 - a multiprocessing Connection
-    """In the forked child: interrupts are the parent's to handle (it stops the children)."""
+    """In the forked child: interrupts are the parent's to handle; the parent stops a child
+    with SIGTERM, which unwinds it (``finally`` blocks and cleanups run) before it exits."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, _exit_on_terminate)
     try:
         call()
     except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it
         try:
             writer.send(exc)
-        except Exception:  # noqa: BLE001 - an exception that does not pickle
-            writer.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
-        writer.close()
+        except Exception:  # noqa: BLE001 - one that does not pickle (or a parent gone: nothing to tell)
+            with contextlib.suppress(Exception):
+                writer.send(RuntimeError(f"{type(exc).__name__}: {exc}"))
+        with contextlib.suppress(Exception):
+            writer.close()
         os._exit(1)
     with contextlib.suppress(OSError):
         writer.close()

@@ -41,10 +41,13 @@ def workbook_bytes(results: Any, resolved_yaml: str) -> bytes:
 
 
 def _close_streams(book) -> None:
-    """Close an unfinished write-only workbook's streams, each sheet's rows before its file.
+    """Close an unfinished write-only workbook's streams, each sheet's rows before its file,
+    and remove the sheets' temporary files.
 
     Left to the garbage collector, they close in any order: a sheet's rows then write to a
-    file already closed and Python prints the "exception ignored" traceback on stderr.
+    file already closed and Python prints the "exception ignored" traceback on stderr. The
+    temporary files are otherwise removed only when the interpreter exits normally, which a
+    forked writer (:mod:`simulator.runs.forked`) never does.
     """
     for sheet in book.worksheets:
         writer = getattr(sheet, "_writer", None)
@@ -52,6 +55,9 @@ def _close_streams(book) -> None:
             if stream is not None:
                 with contextlib.suppress(Exception):
                     stream.close()
+        if writer is not None and isinstance(getattr(writer, "out", None), str):
+            with contextlib.suppress(Exception):
+                writer.cleanup()
 
 
 def _filled(book, results: Any, resolved_yaml: str, WriteOnlyCell, bold) -> bytes:  # noqa: N803
