@@ -6,6 +6,8 @@ Every figure is worked out by hand in the comments, to the cent.
 
 from __future__ import annotations
 
+import os
+
 import openpyxl
 import pandas as pd
 import pytest
@@ -217,6 +219,7 @@ def test_an_interrupt_while_the_spreadsheet_streams_leaves_no_half_open_sheet(mo
     import sys
 
     import openpyxl.cell
+    import openpyxl.worksheet._writer
 
     from simulator.runs.workbook import workbook_bytes
 
@@ -234,7 +237,12 @@ def test_an_interrupt_while_the_spreadsheet_streams_leaves_no_half_open_sheet(mo
     ignored = []
     monkeypatch.setattr(openpyxl.cell, "WriteOnlyCell", interrupting_cell)
     monkeypatch.setattr(sys, "unraisablehook", ignored.append)
+    temporary = set(openpyxl.worksheet._writer.ALL_TEMP_FILES)
     with pytest.raises(KeyboardInterrupt):
         workbook_bytes(result, "a: 1\n")
     gc.collect()
     assert len(made) == interrupt_at_cell and ignored == []
+    # Its sheets' temporary files are gone too (openpyxl removes them only at a normal
+    # interpreter exit, which a forked writer never makes).
+    left = set(openpyxl.worksheet._writer.ALL_TEMP_FILES) - temporary
+    assert not [path for path in left if os.path.exists(path)]
