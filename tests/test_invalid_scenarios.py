@@ -402,3 +402,16 @@ def test_a_variant_naming_a_gpu_twice_is_refused_at_its_override(tmp_path):
     assert result.stderr.startswith("error: variants.cheap.gpus.h100: ")
     assert "same GPU type" in result.stderr and result.stderr.strip().endswith(
         f"(line {_line_of(scenario.read_text(), 'gpus.h100')})")
+
+
+@pytest.mark.parametrize(("content", "line"), [(b"\x00\x01 ::: [unclosed", 1), (b"name: launch\n\x07\n", 2),
+                                               (b"name: a\x00b\n", 1)])
+def test_a_file_with_nul_or_control_characters_exits_2_with_its_line(content, line, tmp_path):
+    scenario = tmp_path / "binary.yaml"
+    scenario.write_bytes(content)
+    for command in (["validate", str(scenario)], ["run", str(scenario), "--out", str(tmp_path / "o"), "-q"]):
+        result = CliRunner().invoke(main, command)
+        assert result.exit_code == 2, result.output
+        assert "control character" in result.stderr and f"(line {line})" in result.stderr
+        assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()

@@ -63,7 +63,10 @@ def _unconstructible(loader: yaml.SafeLoader, node: yaml.Node, loc: Loc) -> tupl
 
 def parse_yaml_text(text: str, source: str = "<string>") -> tuple[Any, dict[Loc, int]]:
     """Parse YAML text; return its data and a map from field path to 1-based line."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character (NUL, say): YAML refuses the text
+        raise _reader_error(exc, text) from None
     try:
         try:
             node = loader.get_single_node()
@@ -88,6 +91,14 @@ def parse_yaml_text(text: str, source: str = "<string>") -> tuple[Any, dict[Loc,
     finally:
         loader.dispose()
     return data, lines
+
+
+def _reader_error(exc: yaml.reader.ReaderError, text: str) -> ScenarioError:
+    """A character YAML does not accept in a document, with its line."""
+    line = text.count("\n", 0, exc.position) + 1
+    code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "\0")
+    return ScenarioError((), f"not valid YAML: a control character (code {code:#04x}) that YAML does not allow "
+                             "(is this a text file?)", line=line)
 
 
 def _yaml_error(exc: yaml.MarkedYAMLError) -> ScenarioError:
