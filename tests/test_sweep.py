@@ -56,3 +56,16 @@ def test_unreadable_or_repeated_params_exit_2(tmp_path):
             args += ["--param", param]
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2 and "--param fleet.pools[0].count" in result.stderr
+
+
+def test_a_sweep_over_unquoted_dates_runs_each_date(tmp_path):
+    # YAML reads 2026-05-01 as a date, which JSON cannot write: it stays the date's ISO text.
+    assert parse_parameters(["training.jobs[0].submit=2026-05-01,2026-05-10 12:00:00"]) == {
+        "training.jobs[0].submit": ["2026-05-01", "2026-05-10T12:00:00"]}
+    out = tmp_path / "sweep"
+    result = CliRunner().invoke(main, ["sweep", str(LAUNCH), "--param", "training.jobs[0].submit=2026-03-05,2026-03-20",
+                                       "--paths", "1", "--out", str(out), "-q", "--set", "horizon.duration=30d",
+                                       "--set", "training.streams=[]"])
+    assert result.exit_code == 0, result.output
+    table = pd.read_parquet(out / "sweep.parquet")
+    assert table["training.jobs[0].submit"].tolist() == ["2026-03-05", "2026-03-20"]

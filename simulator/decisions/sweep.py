@@ -8,6 +8,7 @@ one row per point with its parameter values and headline figures.
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import json
 from collections.abc import Callable, Sequence
@@ -33,11 +34,17 @@ def parse_parameters(specs: Sequence[str]) -> dict[str, list[Any]]:
         if key.strip() in out:
             raise ScenarioError((), f"--param {key.strip()} is given twice; list all its values in one --param")
         try:
-            out[key.strip()] = [yaml.safe_load(value) for value in text.split(",")]
+            out[key.strip()] = [_plain(yaml.safe_load(value)) for value in text.split(",")]
         except (yaml.YAMLError, ValueError) as exc:
             raise ScenarioError((), f"--param {key.strip()}: cannot read the values {text!r} "
                                 f"({str(exc).splitlines()[0]})") from None
     return out
+
+
+def _plain(value: Any) -> Any:
+    """A value as JSON and the scenario read it: an unquoted date (YAML makes it a ``date``)
+    becomes its ISO text, which the scenario reads as that date."""
+    return value.isoformat() if isinstance(value, datetime.date) else value
 
 
 def sweep_points(parameters: dict[str, list[Any]], zipped: bool = False) -> list[dict[str, Any]]:
