@@ -115,3 +115,60 @@ def test_a_run_whose_workers_keep_dying_fails_cleanly_and_leaves_the_earlier_run
     assert "\n" not in message and "Dask workers running a path died" in message and "Traceback" not in message
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_the_readme_commands_start_a_cluster_that_runs_a_scenario(tmp_path):
+    """README's one-machine commands, as written (on a free port instead of 8786, and a short
+    run): `dask scheduler`, `dask worker`, then `fleetcast run --scheduler`."""
+    import re
+    import shlex
+    import socket
+    import subprocess
+    import sys
+
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"To try it on one machine:\n\n```bash\n(.*?)```", readme, re.S)
+    assert block, "README no longer shows how to start a scheduler and workers"
+    commands = [line.rstrip(" &") for line in block.group(1).strip().splitlines()]
+    assert [c.split()[:2] for c in commands] == [[".venv/bin/dask", "scheduler"], [".venv/bin/dask", "worker"],
+                                                 [".venv/bin/fleetcast", "run"]]
+    port = str(_free_port())
+    bin_dir = Path(sys.executable).parent
+
+    def argv(command: str) -> list[str]:
+        words = shlex.split(command.replace("8786", port))
+        return [str(bin_dir / Path(words[0]).name), *words[1:]]
+
+    started = []
+    try:
+        for command in commands[:2]:
+            started.append(subprocess.Popen(argv(command), cwd=tmp_path, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.DEVNULL))
+            if len(started) == 1:  # the scheduler listens before the workers connect
+                deadline = time.monotonic() + 60
+                while time.monotonic() < deadline:
+                    with socket.socket() as probe:
+                        if probe.connect_ex(("127.0.0.1", int(port))) == 0:
+                            break
+                    time.sleep(0.2)
+        run = subprocess.run([*argv(commands[2]), "--set", "horizon.duration=10d", "--set", "variants={}",
+                              "--paths", "3", "--out", str(tmp_path / "run"), "-q"],
+                             cwd=Path(__file__).parents[1], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stderr
+        assert (tmp_path / "run" / "summary.json").exists()
+    finally:
+        for process in reversed(started):
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
