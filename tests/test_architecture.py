@@ -213,3 +213,15 @@ def test_the_command_group_loads_without_the_numerical_libraries():
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             cwd=Path(__file__).parents[1]).stdout.strip()
     assert loaded == ""
+
+
+def test_the_license_is_an_spdx_expression_so_installing_warns_nothing_about_it():
+    # A `license = {text = ...}` table made setuptools print a screenful of deprecation
+    # warnings at every `make install`; an SPDX string needs setuptools 77 or later.
+    import re
+    import tomllib
+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["license"] == "Apache-2.0"
+    setuptools = next(r for r in project["build-system"]["requires"] if r.startswith("setuptools"))
+    assert tuple(int(x) for x in re.search(r">=\s*([\d.]+)", setuptools).group(1).split(".")[:1]) >= (77,)
