@@ -42,9 +42,13 @@ _NUMBER_RE = re.compile(r"^\s*[-+]?[0-9]*\.?[0-9]+(e[-+]?[0-9]+)?\s*$", re.IGNOR
 _ISO_DATE_RE = re.compile(
     r"^\s*\d{4}-\d{2}-\d{2}([ T]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?(Z|[+-]\d{2}(:?\d{2})?)?\s*$", re.IGNORECASE)
 _CALENDAR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]+)\s*$")
+#: A whole number of one unit, as :func:`format_duration` writes it.
+_WHOLE_RE = re.compile(r"^\s*([-+]?[0-9]+)\s*(d|h|min|s|ms)\s*$", re.IGNORECASE)
+#: Seconds as a decimal, as :func:`format_duration` writes those no whole unit holds.
+_SECONDS_RE = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*s\s*$", re.IGNORECASE)
 
 # Units used to write a duration back out, largest first.
-_FORMAT_UNITS = (("d", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0), ("s", 1.0))
+_FORMAT_UNITS = (("d", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0), ("s", 1.0), ("ms", 0.001))
 
 
 class UnitError(ValueError):
@@ -76,6 +80,12 @@ def parse_duration(value: object) -> float:
 def _parse_duration_text(text: str) -> float:
     if _NUMBER_RE.match(text):  # pandas would read a bare "3600" as nanoseconds
         raise UnitError(f"a duration needs a unit, e.g. '{text.strip()}s' or '1h'; got {text!r}")
+    whole = _WHOLE_RE.match(text)
+    if whole:  # what format_duration writes, read exactly (and past pandas' 292 years)
+        return int(whole.group(1)) * dict(_FORMAT_UNITS)[whole.group(2).lower()]
+    seconds = _SECONDS_RE.match(text)
+    if seconds:  # read as the float it writes (pandas would round to nanoseconds)
+        return float(seconds.group(1))
     match = _CALENDAR_RE.match(text.lower())
     if match and match.group(2) in _CALENDAR_UNITS:
         return float(match.group(1)) * _CALENDAR_UNITS[match.group(2)]
@@ -116,14 +126,20 @@ def add_term(start: pd.Timestamp, seconds: float, months: int | None) -> pd.Time
 
 
 def format_duration(seconds: float) -> str:
-    """Write seconds back as the largest whole unit that represents them exactly."""
+    """Write seconds back as text that :func:`parse_duration` reads as the same float: the
+    largest whole unit that is exactly that many seconds (``90d``, ``2h``, ``15min``), else
+    milliseconds below a second (``50ms``), else the shortest decimal of the seconds
+    themselves (``1000.5s``, ``17255236.0237s``)."""
+    seconds = float(seconds)
     if seconds == 0:
         return "0s"
     for suffix, size in _FORMAT_UNITS:
-        count = seconds / size
-        if abs(count - round(count)) < 1e-9 and abs(count) >= 1:
-            return f"{int(round(count))}{suffix}"
-    return f"{seconds * 1000:g}ms"
+        if suffix == "ms" and abs(seconds) >= 1:  # 1000.5s reads better than 1000500ms
+            break
+        count = round(seconds / size)
+        if count != 0 and count * size == seconds:
+            return f"{count}{suffix}"
+    return f"{seconds!r}s"
 
 
 def parse_timestamp(value: object) -> pd.Timestamp:
