@@ -311,6 +311,19 @@ def test_the_assumptions_list_every_models_own_prices():
     assert rows["Prices of assistant-70b"].startswith("$1.00 per 1M input, $4.00 per 1M output")
 
 
+@pytest.mark.parametrize(("horizon", "text"), [
+    ({"start": "2026-03-01", "end": "2027-01-01", "step": "1h"}, "2026-03-01 to 2027-01-01 in steps of 1h"),
+    ({"start": "2026-03-01", "duration": "10mo", "step": "1d"}, "2026-03-01 for 10mo in steps of 1d"),
+])
+def test_the_assumptions_show_a_horizon_given_by_its_end_or_its_length(horizon, text):
+    # A horizon with `end:` read "2026-03-01 for None".
+    from simulator.report.tables import assumptions_table
+
+    scenario = yaml.safe_load(dump_scenario(simulator.load_scenario(SCENARIOS / "growth.yaml", {"horizon": horizon})))
+    rows = {row[0]["text"]: row[1]["text"] for row in assumptions_table(scenario)["rows"]}
+    assert rows["Horizon"] == text
+
+
 def test_statement_cells_format_money_signs_bands_and_partial_periods():
     from simulator.report.statements import statement_tables
 

@@ -111,7 +111,8 @@ def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
         rows.append([_cell(what), _cell(value)])
 
     horizon = scenario.get("horizon", {})
-    add("Horizon", f"{horizon.get('start')} for {horizon.get('duration')} in steps of {horizon.get('step')}")
+    span = f"for {horizon.get('duration')}" if horizon.get("duration") is not None else f"to {horizon.get('end')}"
+    add("Horizon", f"{horizon.get('start')} {span} in steps of {horizon.get('step')}")
     add("Paths and seed", f"{scenario.get('paths')} paths, seed {scenario.get('seed')}")
     for pool in scenario.get("fleet", {}).get("pools", []):
         acquisition = pool.get("acquisition") or {}
