@@ -9,6 +9,7 @@ import struct
 from pathlib import Path
 
 import jsonschema
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -386,3 +387,17 @@ def test_a_run_without_statements_parquet_rolls_them_up_from_the_pnl(launch_run,
     written = pd.read_parquet(launch_run / "statements.parquet")
     assert list(rolled["line"]) == list(written["line"])
     assert rolled["p50"].to_numpy() == pytest.approx(written["p50"].to_numpy(), nan_ok=True)
+
+
+def test_the_demand_chart_is_in_requests_per_second(launch_run):
+    # It was in requests per step (an hourly run's axis read "×1e7"): the same curve over the
+    # step's seconds.
+    from simulator.report.figures import daily, demand_capacity
+    from simulator.report.rundata import load_run
+
+    run = load_run(launch_run)
+    top = demand_capacity(run).axes[0]
+    assert top.get_ylabel().startswith("requests/s")
+    median = next(line for line in top.get_lines() if line.get_label() == "demand: P50")
+    expected = daily(run.band("demand_requests"), "max")["p50"].to_numpy() / 3600.0  # launch steps are 1h
+    np.testing.assert_allclose(median.get_ydata(), expected, rtol=1e-12)

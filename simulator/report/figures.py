@@ -98,11 +98,12 @@ def _money(ax) -> None:
 
 def demand_capacity(run: RunData) -> Figure:
     fig, (top, bottom) = _figure(2)
-    fan(top, daily(run.band("demand_requests"), "max"), PALETTE[0], "demand")
+    per_second = 1.0 / run.step_s  # requests per step, as a rate a reader knows
+    fan(top, daily(run.band("demand_requests"), "max"), PALETTE[0], "demand", scale=per_second)
     served = daily(run.band("served_requests"), "max")
-    top.plot(served["time"], served["p50"], color=PALETTE[1], linewidth=0.9, label="served: P50",
+    top.plot(served["time"], served["p50"] * per_second, color=PALETTE[1], linewidth=0.9, label="served: P50",
              drawstyle="steps-post")
-    top.set_ylabel("requests per step" + (", daily peak" if is_daily(run) else ""))
+    top.set_ylabel("requests/s" + (", daily peak" if is_daily(run) else ""))
     top.set_title("Demand against capacity")
     top.legend(loc="upper left", fontsize=8)
     fan(bottom, daily(run.band("gpus_needed"), "max"), PALETTE[0], "GPUs needed")

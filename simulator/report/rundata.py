@@ -17,6 +17,7 @@ import yaml
 
 from simulator.economics.statements import statements as rolled_up
 from simulator.errors import RunConfigurationError
+from simulator.units import parse_duration
 
 REQUIRED = ("summary.json", "bands.parquet", "pnl.parquet", "scenario.resolved.yaml")
 
@@ -43,6 +44,15 @@ class RunData:
         """One metric's band: ``time, mean, p5, p10, p50, p90, p95`` by step."""
         rows = self.bands[self.bands["metric"] == metric]
         return rows.drop(columns="metric").reset_index(drop=True)
+
+    @property
+    def step_s(self) -> float:
+        """The run's step, in seconds (from the summary's ``step``, else the bands' times)."""
+        step = self.summary.get("step")
+        if step:
+            return parse_duration(step)
+        times = self.bands["time"].drop_duplicates()
+        return (times.iloc[1] - times.iloc[0]).total_seconds() if len(times) > 1 else 1.0
 
     @property
     def has_training(self) -> bool:
