@@ -401,3 +401,17 @@ def test_the_demand_chart_is_in_requests_per_second(launch_run):
     median = next(line for line in top.get_lines() if line.get_label() == "demand: P50")
     expected = daily(run.band("demand_requests"), "max")["p50"].to_numpy() / 3600.0  # launch steps are 1h
     np.testing.assert_allclose(median.get_ydata(), expected, rtol=1e-12)
+
+
+def test_each_variant_run_names_its_variant_in_its_summary_and_report_title(launch_run):
+    # Every run directory of a scenario with variants read as if it were the base.
+    import html as html_text
+    import json
+
+    for folder, variant in ((launch_run, "base"), (launch_run / "variants" / "buy-more-early", "buy-more-early"),
+                            (launch_run / "variants" / "rent-headroom-only", "rent-headroom-only")):
+        summary = json.loads((folder / "summary.json").read_text())
+        assert summary["variant"] == variant
+        page = html_text.unescape((folder / "report.html").read_text(encoding="utf-8"))
+        assert f"<title>launch · {variant} · Fleetcast</title>" in page
+        assert f"<h1>launch · {variant}</h1>" in page

@@ -49,6 +49,12 @@ class VariantResults:
     results: dict[str, Results]
     scenario: Scenario | None = None  # the scenario with its variants
 
+    def __post_init__(self) -> None:
+        for name, result in self.results.items():  # summary.json and the report say which run it is
+            summary = getattr(result, "summary", None)
+            if isinstance(summary, dict):
+                summary["variant"] = name
+
     def summaries(self) -> dict[str, dict[str, Any]]:
         return {name: result.summary for name, result in self.results.items()}
 

@@ -43,9 +43,9 @@ def collect_runs(directories: list[str | Path]) -> dict[str, RunData]:
     for directory in directories:
         run = load_run(directory)
         variants = run.variant_directories()
-        add(f"{run.name} · base" if variants else run.name, run)
+        add(f"{run.scenario_name} · base" if variants else run.name, run)
         for name, child in variants.items():
-            add(f"{run.name} · {name}", load_run(child))
+            add(f"{run.scenario_name} · {name}", load_run(child))
     if len(runs) < 2:
         raise RunConfigurationError("compare needs at least two runs (or one run with variants)")
     return runs

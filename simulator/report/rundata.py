@@ -38,6 +38,12 @@ class RunData:
 
     @property
     def name(self) -> str:
+        """The scenario's name, and the variant's for a run of a scenario with variants."""
+        variant = self.summary.get("variant")
+        return f"{self.scenario_name} · {variant}" if variant else self.scenario_name
+
+    @property
+    def scenario_name(self) -> str:
         return str(self.summary.get("scenario", self.directory.name))
 
     def band(self, metric: str) -> pd.DataFrame:
