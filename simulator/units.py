@@ -142,6 +142,17 @@ def format_duration(seconds: float) -> str:
     return f"{seconds!r}s"
 
 
+def readable_duration(seconds: float) -> str:
+    """A duration for people to read (not to parse back): :func:`format_duration`'s text
+    (``1h``, ``15min``, ``1.5s``), but days and clock time where that would be a count of
+    10,000 or more (``30 days 10:30:00`` for a planning month, not ``43830min``)."""
+    text = format_duration(seconds)
+    whole = _WHOLE_RE.match(text)
+    if whole and abs(int(whole.group(1))) >= 10_000:  # 43830min: say it in days
+        return str(pd.Timedelta(seconds=seconds))
+    return text
+
+
 def parse_timestamp(value: object) -> pd.Timestamp:
     """Return a timezone-naive UTC timestamp from an ISO date or datetime."""
     if isinstance(value, str) and not _ISO_DATE_RE.match(value):

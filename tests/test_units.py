@@ -1,6 +1,7 @@
 """Readable durations and dates, parsed at the edge."""
 
 import datetime as dt
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -72,3 +73,19 @@ def test_a_resolved_scenario_with_a_non_round_duration_loads_back_equal(lead_tim
     again = simulator.load_scenario(yaml.safe_load(dump_scenario(scenario)))
     assert again.fleet.pools[0].orders[0].lead_time == scenario.fleet.pools[0].orders[0].lead_time
     assert again == scenario
+
+
+def test_validate_says_a_month_step_in_days_not_in_exponent_notation():
+    # "36 steps of 2.6298e+06s" became "36 steps of 30 days 10:30:00".
+    from click.testing import CliRunner
+
+    from simulator.cli import main
+    from simulator.units import readable_duration
+
+    assert [readable_duration(s) for s in (3600, 900, 1.5, 0.05, 2629800.0)] == [
+        "1h", "15min", "1.5s", "50ms", "30 days 10:30:00"]
+    growth = Path(__file__).parents[1] / "scenarios" / "growth.yaml"
+    result = CliRunner().invoke(main, ["validate", str(growth), "--set", "horizon.step=1mo", "--set",
+                                       "horizon.duration=36mo", "--set", "variants={}"])
+    assert result.exit_code == 0, result.output
+    assert "ok: growth: 36 steps of 30 days 10:30:00," in result.stderr

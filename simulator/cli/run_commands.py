@@ -30,13 +30,14 @@ def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
     """Check SCENARIO and print what it resolved to (every default filled in)."""
     from simulator.scenario import dump_scenario
     from simulator.serving.resolve import load_scenario
+    from simulator.units import readable_duration
 
     resolved = load_scenario(scenario, overrides)
     click.echo(dump_scenario(resolved), nl=False)
     h = resolved.horizon
     gpus = sum(pool.count for pool in resolved.fleet.pools)
     errors.print(
-        f"ok: {resolved.name}: {h.n_steps:,} steps of {h.step_s:g}s, "
+        f"ok: {resolved.name}: {h.n_steps:,} steps of {readable_duration(h.step_s)}, "
         f"{len(resolved.fleet.pools)} pools ({gpus:,} GPUs at start), {len(resolved.models)} models",
         markup=False,
         highlight=False,
