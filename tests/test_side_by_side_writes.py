@@ -170,3 +170,38 @@ def test_with_another_thread_running_the_calls_run_here_in_turn():
     finally:
         stop.set()
         thread.join()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="forks only on Linux")
+def test_a_stopped_child_runs_its_cleanups_and_prints_nothing(tmp_path):
+    # A child stopped while it streams a workbook must remove openpyxl's temporary files (left
+    # otherwise: a forked child never exits normally) and must not print a traceback (raising
+    # SystemExit from the signal handler could land in a weakref finalizer, which printed one).
+    code = f"""
+        import json, os, sys, time, weakref
+        from pathlib import Path
+        from simulator.runs.forked import at_child_stop, run_side_by_side
+        folder = Path({str(tmp_path)!r})
+        at_child_stop(lambda: (folder / f"cleaned-{{os.getpid()}}").write_text("x"))
+        class Thing:
+            pass
+        def busy():  # finalizers run all the time, as in pandas and matplotlib
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                thing = Thing()
+                weakref.finalize(thing, lambda: None)
+                del thing
+        def interrupted():
+            time.sleep(0.5)
+            raise KeyboardInterrupt
+        try:
+            run_side_by_side([busy, busy, interrupted], processes=2)
+        except KeyboardInterrupt:
+            pass
+        print(json.dumps({{"cleaned": len(list(folder.glob("cleaned-*")))}}))
+    """
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                            timeout=120, cwd=Path(__file__).resolve().parents[1])
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"cleaned": 2}

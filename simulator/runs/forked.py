@@ -84,8 +84,11 @@ def _received(reader) -> BaseException | None:  # noqa: ANN001 - a multiprocessi
         return None
 
 
-def _exit_on_terminate(signum: int, frame: object) -> None:
-    raise SystemExit(128 + signum)
+def _stop(signum: int, frame: object) -> None:
+    for cleanup in _CLEANUPS:
+        with contextlib.suppress(Exception):
+            cleanup()
+    os._exit(128 + signum)
 
 
 def _flush_std_streams() -> None:
@@ -94,11 +97,23 @@ def _flush_std_streams() -> None:
             stream.flush()
 
 
+#: What a child stopped by its parent must still do before it exits (remove temporary files
+#: outside the staged directory, which the parent removes whole).
+_CLEANUPS: list[Callable[[], object]] = []
+
+
+def at_child_stop(cleanup: Callable[[], object]) -> Callable[[], object]:
+    """Register ``cleanup`` to run when the parent stops a forked child (a decorator)."""
+    _CLEANUPS.append(cleanup)
+    return cleanup
+
+
 def _child(call: Callable[[], object], writer) -> None:  # noqa: ANN001 - a multiprocessing Connection
     """In the forked child: interrupts are the parent's to handle; the parent stops a child
-    with SIGTERM, which unwinds it (``finally`` blocks and cleanups run) before it exits."""
+    with SIGTERM, which runs the registered cleanups and exits at once (raising there could
+    land in a finalizer, where Python prints a traceback instead of stopping)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _exit_on_terminate)
+    signal.signal(signal.SIGTERM, _stop)
     try:
         call()
     except BaseException as exc:  # noqa: BLE001 - sent to the parent, which raises it

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import sys
 from typing import Any
 
 import pandas as pd
 import yaml
 
 from simulator.economics.statements import PERIODS
+from simulator.runs.forked import at_child_stop
 
 MONEY = '#,##0.00;[Red]-#,##0.00'
 PERCENT = '0.0'
@@ -38,6 +41,16 @@ def workbook_bytes(results: Any, resolved_yaml: str) -> bytes:
     except BaseException:  # an interrupt (Ctrl-C, SIGTERM) or an error while the sheets stream
         _close_streams(book)
         raise
+
+
+@at_child_stop
+def _remove_temporary_sheets() -> None:
+    """The sheets' temporary files of a workbook still streaming (openpyxl lists them, and
+    removes them itself only when the interpreter exits normally)."""
+    writer = sys.modules.get("openpyxl.worksheet._writer")
+    for path in list(getattr(writer, "ALL_TEMP_FILES", ())):
+        with contextlib.suppress(OSError):
+            os.remove(path)
 
 
 def _close_streams(book) -> None:
