@@ -177,7 +177,8 @@ def test_kernel_equals_its_python_function(data, draws):
            plan.slo_load, plan.slo_attainment, installed, installed - available - out_of_service, out_of_service,
            is_spot, blocked, training, training_floor, preempt, stop_from,
            serves_model, depreciation, plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw,
-           plan.usd_per_kwh, plan.other_usd_s, *outage_state(), pool_out, model_out, other_out)
+           plan.usd_per_kwh, plan.other_usd_s, *outage_state(), pool_out, model_out, other_out,
+           kernels.step_scratch(n_pools, len(plan.model_names), plan.preferences.shape[1]))
         return pool_out, model_out, other_out, np.array([reached])
 
     for jitted, python in zip(call(kernels.integrate_interval), call(kernels.integrate_interval.py_func), strict=True):

@@ -39,6 +39,7 @@ from simulator.path.kernels import (
     N_MODEL_COLS,
     N_POOL_COLS,
     integrate_interval,
+    step_scratch,
 )
 from simulator.path.streams import (
     STREAM_DEMAND,
@@ -93,6 +94,8 @@ class StepClock:
         # Per model, its day-to-day volatility factor per step (or 1.0); set where a forecast needs it.
         self.level: list | None = None
         self.next_step = 0
+        # The step kernel's working arrays, made once for the path.
+        self.scratch = step_scratch(len(plan.pool_names), plan.preferences.shape[0], plan.preferences.shape[1])
         # Preemption by inference: a step from ``stop_from`` on where inference needs GPUs that jobs
         # hold in a preempt pool is left for ``on_stop(step)`` to preempt at its start, first.
         self.stop_from = 0
@@ -121,7 +124,7 @@ class StepClock:
         if end <= self.next_step or self.fleet is None or self._stop_pending:
             return
         self.outages.prepare(self.next_step, end, self.fleet.installed)
-        reached = integrate_interval(self.next_step, end, *self.kernel_args(self.stop_from))
+        reached = integrate_interval(self.next_step, end, *self.kernel_args(self.stop_from), self.scratch)
         self.kernel_calls += 1
         self.next_step = reached
         if reached < end:

@@ -213,95 +213,8 @@ def most_gpus_wanted_on(pool, requests, target_utilization, capacity_per_step, g
 
 
 @njit(cache=True)
-def integrate_interval(
-    k0,
-    k1,
-    step_s,
-    demand,
-    capacity_per_step,
-    gpus_per_replica,
-    preferences,
-    revenue_per_request,
-    fixed_revenue,
-    api_mode,
-    api_limit_per_step,
-    api_cost_per_request,
-    slo_load,
-    slo_attainment,
-    installed,
-    failed,
-    out_of_service,
-    is_spot,
-    power_blocked,
-    training,
-    training_floor,
-    preempt,
-    stop_from,
-    serves_model,
-    depreciation_usd_s,
-    cloud_usd_gpu_s,
-    facility_usd_gpu_s,
-    busy_kw,
-    idle_kw,
-    usd_per_kwh,
-    other_usd_s,
-    outage_ints,
-    outage_floats,
-    heap_time,
-    heap_count,
-    outage_expo,
-    outage_repair,
-    pool_out,
-    model_out,
-    other_out,
-):
-    """Integrate steps ``k0 <= k < k1`` with the fleet held fixed; return the step it stopped
-    before (``k1`` when it integrated them all).
-
-    Args:
-        k0, k1: first step and one past the last step of the interval.
-        step_s: step length in seconds.
-        demand: requests per step, shape (n_steps, n_models).
-        capacity_per_step: requests one replica serves in one step, per (model, preference slot):
-            a model's replicas on the pool ``preferences[m, j]`` have that pool's shape.
-        gpus_per_replica: GPUs of one replica, per (model, preference slot).
-        preferences: pool indices per model in order of preference, -1 padded.
-        revenue_per_request: USD per served request, shape (n_steps, n_models).
-        fixed_revenue: USD per step independent of service (subscriptions), (n_steps, n_models).
-        api_mode, api_limit_per_step, api_cost_per_request: the external API tier per model
-            (API_NONE, API_OVERFLOW: unserved demand goes to it, API_ALL: all demand does).
-        slo_load, slo_attainment: per (model, preference slot), the share of requests served
-            within the SLO at each per-replica load (served / capacity of the placed replicas),
-            increasing load.
-        installed, training: GPUs per pool.
-        failed: GPUs per pool down now (failures, preemptions); advanced here step by step.
-        out_of_service: GPUs per pool taken out of service (still installed: depreciation,
-            facility and rent go on; no energy, no work, no failures).
-        is_spot: per pool, billed only for GPUs running (else for GPUs installed).
-        power_blocked: delivered GPUs per pool waiting for site power.
-        training_floor: GPUs per pool kept from inference for training (a dedicated partition).
-        preempt: per pool, inference comes first: it may take GPUs training jobs hold.
-        stop_from: from this step on, a step where inference needs GPUs that jobs hold in a
-            ``preempt`` pool is not integrated: the kernel returns its index so that the jobs
-            can be preempted at its start. Before it (or when the caller cannot preempt), the
-            step is integrated with the jobs squeezed: inference takes the GPUs it needs.
-        serves_model: per pool, some model lists it; a pool that serves none is all R&D.
-        outage_*, heap_*: the outage channels' state (:mod:`simulator.path.fleet.outages`).
-        depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
-        cloud_usd_gpu_s: rental price per installed GPU, USD per second.
-        facility_usd_gpu_s: facility charge per installed GPU, USD per second.
-        busy_kw, idle_kw: facility power (PUE included) of a busy and an idle GPU, per pool.
-        usd_per_kwh: energy price.
-        other_usd_s: fixed other costs, USD per second.
-        pool_out, model_out, other_out: output arrays written for steps k0..k1-1.
-    """
-    scratch = step_scratch(installed.shape[0], demand.shape[1], preferences.shape[1])
-    return integrate_steps(k0, k1, step_s, demand, capacity_per_step, gpus_per_replica, preferences, revenue_per_request, fixed_revenue, api_mode, api_limit_per_step, api_cost_per_request, slo_load, slo_attainment, installed, failed, out_of_service, is_spot, power_blocked, training, training_floor, preempt, stop_from, serves_model, depreciation_usd_s, cloud_usd_gpu_s, facility_usd_gpu_s, busy_kw, idle_kw, usd_per_kwh, other_usd_s, outage_ints, outage_floats, heap_time, heap_count, outage_expo, outage_repair, pool_out, model_out, other_out, scratch)
-
-
-@njit(cache=True)
 def step_scratch(n_pools, n_models, n_prefs):
-    """The working arrays of :func:`integrate_steps` (one set serves any number of calls:
+    """The working arrays of :func:`integrate_interval` (one set serves any number of calls:
     every step writes each entry before reading it)."""
     return (np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64),
             np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.float64),
@@ -310,7 +223,7 @@ def step_scratch(n_pools, n_models, n_prefs):
 
 
 @njit(cache=True, **NO_REFCOUNT)
-def integrate_steps(
+def integrate_interval(
     k0,
     k1,
     step_s,
@@ -353,9 +266,49 @@ def integrate_steps(
     other_out,
     scratch,
 ):
-    """:func:`integrate_interval` with its working arrays given (:func:`step_scratch`): it
-    allocates nothing and counts no references, for callers that integrate many short
-    intervals (the training loop)."""
+    """Integrate steps ``k0 <= k < k1`` with the fleet held fixed; return the step it stopped
+    before (``k1`` when it integrated them all).
+
+    Args:
+        k0, k1: first step and one past the last step of the interval.
+        step_s: step length in seconds.
+        demand: requests per step, shape (n_steps, n_models).
+        capacity_per_step: requests one replica serves in one step, per (model, preference slot):
+            a model's replicas on the pool ``preferences[m, j]`` have that pool's shape.
+        gpus_per_replica: GPUs of one replica, per (model, preference slot).
+        preferences: pool indices per model in order of preference, -1 padded.
+        revenue_per_request: USD per served request, shape (n_steps, n_models).
+        fixed_revenue: USD per step independent of service (subscriptions), (n_steps, n_models).
+        api_mode, api_limit_per_step, api_cost_per_request: the external API tier per model
+            (API_NONE, API_OVERFLOW: unserved demand goes to it, API_ALL: all demand does).
+        slo_load, slo_attainment: per (model, preference slot), the share of requests served
+            within the SLO at each per-replica load (served / capacity of the placed replicas),
+            increasing load.
+        installed, training: GPUs per pool.
+        failed: GPUs per pool down now (failures, preemptions); advanced here step by step.
+        out_of_service: GPUs per pool taken out of service (still installed: depreciation,
+            facility and rent go on; no energy, no work, no failures).
+        is_spot: per pool, billed only for GPUs running (else for GPUs installed).
+        power_blocked: delivered GPUs per pool waiting for site power.
+        training_floor: GPUs per pool kept from inference for training (a dedicated partition).
+        preempt: per pool, inference comes first: it may take GPUs training jobs hold.
+        stop_from: from this step on, a step where inference needs GPUs that jobs hold in a
+            ``preempt`` pool is not integrated: the kernel returns its index so that the jobs
+            can be preempted at its start. Before it (or when the caller cannot preempt), the
+            step is integrated with the jobs squeezed: inference takes the GPUs it needs.
+        serves_model: per pool, some model lists it; a pool that serves none is all R&D.
+        outage_*, heap_*: the outage channels' state (:mod:`simulator.path.fleet.outages`).
+        depreciation_usd_s: depreciation of each pool's owned GPUs, USD per second.
+        cloud_usd_gpu_s: rental price per installed GPU, USD per second.
+        facility_usd_gpu_s: facility charge per installed GPU, USD per second.
+        busy_kw, idle_kw: facility power (PUE included) of a busy and an idle GPU, per pool.
+        usd_per_kwh: energy price.
+        other_usd_s: fixed other costs, USD per second.
+        pool_out, model_out, other_out: output arrays written for steps k0..k1-1.
+        scratch: the working arrays (:func:`step_scratch`, made once for any number of calls):
+            the kernel allocates nothing and counts no references, so that callers that
+            integrate many short intervals (the training loop) pay nothing per call.
+    """
     n_models = demand.shape[1]
     n_pools = installed.shape[0]
     n_prefs = preferences.shape[1]

@@ -148,19 +148,12 @@ class BandStore:
             self._folder = Path(tempfile.mkdtemp(prefix="fleetcast-bands-", dir=spill_dir))
             self._file = BandFile(self._folder / "series.f32", n_paths, n_steps, self.n_columns, self.block_steps)
             self._fd = os.open(self._file.file, os.O_RDWR | os.O_CREAT, 0o600)
-            os.ftruncate(self._fd, self._block_region(self._n_blocks))
+            os.ftruncate(self._fd, self._file.block_region(self._file.n_blocks))
 
     @property
     def on_disk(self) -> bool:
         return self._fd is not None
 
-    @property
-    def _n_blocks(self) -> int:
-        return -(-self.n_steps // self.block_steps)
-
-    def _block_region(self, block: int) -> int:
-        """Byte offset of a block's region (every region has the full block's size)."""
-        return block * self.n_paths * self.block_steps * self.n_columns * 4
 
     def add(self, path: int, series: np.ndarray) -> None:
         if self._file is not None:
@@ -208,7 +201,7 @@ class BandStore:
             return self._memory[:, start:start + length]
         buffer = np.empty((self.n_paths, self.block_steps, self.n_columns), dtype=np.float32)
         view = memoryview(buffer).cast("B")
-        done, offset = 0, self._block_region(block)
+        done, offset = 0, self._file.block_region(block)
         while done < len(view):  # one call, unless the kernel returns less
             read = os.preadv(self._fd, [view[done:]], offset + done)
             if read <= 0:

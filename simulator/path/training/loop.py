@@ -30,7 +30,7 @@ from numba import njit
 from simulator.path.kernels import (
     NO_REFCOUNT,
     REFCOUNT,
-    integrate_steps,
+    integrate_interval,
     open_to_inference,
     place_replicas,
     step_scratch,
@@ -549,7 +549,7 @@ def train_and_integrate(k0, k1, until_s, until_key, policy, review_s, rng, st, s
         queued_out[k:last] = counters[C_QUEUED]
         running_out[k:last] = counters[C_RUNNING]
         stop_from = k + 1 if checked == k else k
-        reached = integrate_steps(k, last, *kernel_args[:20], stop_from, *kernel_args[21:], scratch)
+        reached = integrate_interval(k, last, *kernel_args[:20], stop_from, *kernel_args[21:], scratch)
         counters[C_NEED_STEP] = -1  # failures in those steps changed the fleet
         if reached < last:
             # The events passed over up to that step come first, as they would have run
