@@ -7,6 +7,10 @@ by the CLI) removes the temporary directory and puts the earlier run back.
 
 A directory that exists but does not look like a Fleetcast run (no ``summary.json``) is
 never replaced: ``--out ~`` must not delete a home directory.
+
+The moment of putting outputs in place is marked (:func:`committing`, :func:`committed`) so
+that a caller turning signals into exceptions can hold an interrupt there: once the new run
+is in place the command has succeeded, and "interrupted, nothing was written" would be false.
 """
 
 from __future__ import annotations
@@ -27,6 +31,38 @@ RUN_MARKER = "summary.json"
 
 class OutputError(InputError):
     """The output directory cannot be used."""
+
+
+class _CommitState:
+    """Where the current command's outputs are: being put in place, or in place."""
+
+    committing = False
+    committed = False
+
+
+def committing() -> bool:
+    """True from just before outputs are renamed into place until that is done or undone."""
+    return _CommitState.committing
+
+
+def committed() -> bool:
+    """True once a command's outputs are in place (until :func:`reset_commit_state`)."""
+    return _CommitState.committed
+
+
+def reset_commit_state() -> None:
+    """Forget an earlier command's commit (a process that runs several commands)."""
+    _CommitState.committing = _CommitState.committed = False
+
+
+@contextlib.contextmanager
+def _commit() -> Iterator[None]:
+    _CommitState.committing = True
+    try:
+        yield
+        _CommitState.committed = True
+    finally:
+        _CommitState.committing = False
 
 
 def check_output_directory(directory: Path) -> None:
@@ -63,11 +99,12 @@ def staged_directory(directory: Path) -> Iterator[Path]:
     aside: Path | None = None
     try:
         yield staging
-        os.chmod(staging, 0o755)
-        if directory.exists():
-            aside = Path(tempfile.mkdtemp(prefix=f".{directory.name}.previous-", dir=parent))
-            os.rename(directory, aside / "run")
-        os.rename(staging, directory)
+        with _commit():
+            os.chmod(staging, 0o755)
+            if directory.exists():
+                aside = Path(tempfile.mkdtemp(prefix=f".{directory.name}.previous-", dir=parent))
+                os.rename(directory, aside / "run")
+            os.rename(staging, directory)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         if aside is not None and (aside / "run").exists() and not directory.exists():
@@ -116,7 +153,8 @@ def write_text_atomically(path: Path, text: str) -> None:
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(handle.name, 0o666 & ~umask)  # as a plain open() would have made it
-        os.replace(handle.name, path)
+        with _commit():
+            os.replace(handle.name, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(handle.name)

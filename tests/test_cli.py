@@ -218,6 +218,48 @@ def test_signals_at_random_moments_leave_the_old_run_or_a_whole_new_one(tmp_path
         assert [p.name for p in tmp_path.iterdir()] == ["run"], (delay, list(tmp_path.iterdir()))
 
 
+_SIGNAL_AT_THE_COMMIT = """
+import os, signal, sys
+from pathlib import Path
+from simulator import output
+from simulator.cli import entry
+
+out = Path({out!r})
+real_rename, real_chmod = os.rename, os.chmod
+
+def rename(source, target):  # the run directory is put in place, then the signal comes
+    real_rename(source, target)
+    if {after!r} and Path(target) == out:
+        signal.raise_signal(signal.{sig})
+
+def chmod(path, mode):  # the staged files are complete and about to be put in place
+    if not {after!r} and Path(path).name.startswith(".run.partial-"):
+        signal.raise_signal(signal.{sig})
+    real_chmod(path, mode)
+
+output.os.rename, output.os.chmod = rename, chmod
+sys.argv = ["fleetcast", "run", {scenario!r}, "--out", str(out), "--paths", "1", "--no-report",
+            "--set", "horizon.duration=14d", "-q"]
+entry.main()
+"""
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["as-it-is-put-in-place", "once-in-place"])
+@pytest.mark.parametrize("sig", ["SIGINT", "SIGTERM"])
+def test_a_signal_as_the_run_is_put_in_place_leaves_the_whole_run_and_exit_0(tmp_path, sig, after):
+    # A signal (its handler runs inside raise_signal, so the moment is exact) once the files
+    # are complete must not report "interrupted; nothing was written" (exit 130) over a new
+    # run that is in place: the command has succeeded. Before, it did (or exited 1 through
+    # click's "Aborted!" once the command had returned).
+    out = tmp_path / "run"
+    script = _SIGNAL_AT_THE_COMMIT.format(out=str(out), scenario=str(LAUNCH), sig=sig, after=after)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert (done.returncode, done.stderr) == (0, ""), done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["paths"] == 1 and (out / "timeseries.parquet").is_file()
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]
+
+
 _INTERRUPT_IN_A_FINALIZER = """
 import signal, threading, time, weakref
 from simulator.cli import app

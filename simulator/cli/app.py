@@ -22,6 +22,7 @@ import warnings
 import click
 from rich.console import Console
 
+from simulator import output
 from simulator.errors import InputError, RunFailedError
 
 console = Console()
@@ -38,8 +39,16 @@ class _Terminated(KeyboardInterrupt):
 _interrupted = False
 
 
+def _outputs_in_place() -> bool:
+    """Once the command's outputs are being put in place, or are, it has succeeded: an
+    interrupt then is dropped rather than reported as "nothing was written"."""
+    return output.committing() or output.committed()
+
+
 def _on_sigterm(signum: int, frame: object) -> None:
     global _interrupted
+    if _outputs_in_place():
+        return
     _interrupted = True
     if not _in_hook:
         raise _Terminated()
@@ -47,6 +56,8 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 def _on_sigint(signum: int, frame: object) -> None:
     global _interrupted
+    if _outputs_in_place():
+        return
     _interrupted = True
     if not _in_hook:
         raise KeyboardInterrupt
@@ -95,6 +106,7 @@ def install_interrupt_handlers() -> None:
     :func:`remove_unraisable_hook` puts the previous unraisable hook back)."""
     global _interrupted, _delivered, _previous_unraisablehook
     _interrupted = _delivered = False
+    output.reset_commit_state()
     signal.signal(signal.SIGTERM, _on_sigterm)
     signal.signal(signal.SIGINT, _on_sigint)
     if sys.unraisablehook is not _on_unraisable:
