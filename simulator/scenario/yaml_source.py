@@ -34,8 +34,15 @@ def read_yaml_file(path: str | Path) -> tuple[Any, dict[Loc, int]]:
         raise ScenarioError((), f"{source} is a directory, not a scenario file", source=source)
     if size > MAX_BYTES:
         raise ScenarioError((), f"{source} is {size:,} bytes; scenarios are limited to {MAX_BYTES:,}")
+    try:  # at most the limit and one byte: a device or a pipe (/dev/urandom) has no size to check
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise ScenarioError((), f"cannot read {source}: {exc.strerror}", source=source) from None
+    if len(raw) > MAX_BYTES:
+        raise ScenarioError((), f"{source} holds more than {MAX_BYTES:,} bytes; scenarios are limited to {MAX_BYTES:,}")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ScenarioError((), f"{source} is not UTF-8 text ({exc.reason})") from None
     return parse_yaml_text(text, source)
