@@ -55,16 +55,33 @@ class UnitError(ValueError):
     """A value that is not a readable duration or date."""
 
 
+class Seconds(float):
+    """A number of seconds the program computed (a distribution's median or draw, a planned
+    offset): a duration field takes it as it is. A bare number a user wrote has no unit and
+    is refused (:func:`parse_duration`)."""
+
+    __slots__ = ()
+
+
+def _needs_a_unit(value: object) -> UnitError:
+    text = str(value).strip()
+    return UnitError(f"a duration needs a unit, e.g. '{text}d', '{text}h' or '{text}s' "
+                     f"(a bare number is not read as seconds); got {value!r}")
+
+
 def parse_duration(value: object) -> float:
     """Return a duration in seconds.
 
     Accepts pandas Timedelta strings (``"90d"``, ``"2h"``, ``"15min"``, ``"1h30min"``,
     ``"50ms"``), planning units pandas does not have (``"6mo"``, ``"2y"``, ``"3w"``), a
-    ``datetime.timedelta``, or a bare number of seconds.
+    ``datetime.timedelta``, or :class:`Seconds`. A bare number other than zero, written or
+    quoted (``151``, ``"151"``), is refused: ``lead_time: 151`` is more likely days than seconds.
     """
     if isinstance(value, bool):
         raise UnitError(f"expected a duration such as '90d' or '2h', got {value!r}")
     if isinstance(value, int | float):
+        if value != 0 and not isinstance(value, Seconds):
+            raise _needs_a_unit(value)
         seconds = float(value)
     elif isinstance(value, dt.timedelta):
         seconds = value.total_seconds()
@@ -79,7 +96,9 @@ def parse_duration(value: object) -> float:
 
 def _parse_duration_text(text: str) -> float:
     if _NUMBER_RE.match(text):  # pandas would read a bare "3600" as nanoseconds
-        raise UnitError(f"a duration needs a unit, e.g. '{text.strip()}s' or '1h'; got {text!r}")
+        if float(text) == 0:
+            return 0.0
+        raise _needs_a_unit(text)
     whole = _WHOLE_RE.match(text)
     if whole:  # what format_duration writes, read exactly (and past pandas' 292 years)
         return int(whole.group(1)) * dict(_FORMAT_UNITS)[whole.group(2).lower()]

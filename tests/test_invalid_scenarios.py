@@ -449,3 +449,47 @@ def test_an_endless_stream_given_as_the_scenario_is_refused_at_the_size_limit(tm
             pytest.fail("the command read on past the 5 MB limit")
     assert proc.returncode == 2, stderr
     assert stderr.startswith("error: ") and "more than 5,000,000 bytes" in stderr and stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("written", ["151", '"151"', "151.5", "{dist: uniform, low: 151, high: 160}"])
+def test_a_bare_number_where_a_duration_is_expected_is_refused_like_the_quoted_one(tmp_path, written):
+    # `duration: 151` was read as 151 seconds while "151" was refused: a user writing 151
+    # more likely means days. Both are refused, naming the field (a distribution's parameter
+    # by its own name) and saying how to write it.
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(LAUNCH.replace(JOB, JOB.replace("duration: 10d", f"duration: {written}")))
+    result = CliRunner().invoke(main, ["validate", str(scenario)])
+    assert result.exit_code == 2
+    field = "training.jobs[0].duration" + (".low" if "dist" in written else "")
+    number = written.strip('"').removeprefix("{dist: uniform, low: ").split(",")[0]
+    assert result.stderr.startswith(f"error: {field}: a duration needs a unit, e.g. '{number}d', '{number}h' or "
+                                    f"'{number}s'"), result.stderr
+    assert f"(line {_line_of(LAUNCH, JOB)})" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_zero_needs_no_unit_and_seconds_fields_read_durations(tmp_path):
+    # 0 is 0 in any unit; a field named in seconds (tpot_s) takes a duration as every other
+    # field does (80ms was refused) as well as its bare seconds.
+    import simulator
+
+    text = (Path(__file__).parents[1] / "scenarios" / "launch.yaml").read_text()
+    text = text.replace("restart_time: 10min}", "restart_time: 0}")
+    text = text.replace("tpot_s: 0.1", "tpot_s: 80ms").replace("ttft_s: 2.0", "ttft_s: 1.5")
+    assert "tpot_s: 80ms" in text and "restart_time: 0}" in text
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(text)
+    loaded = simulator.load_scenario(scenario)
+    assert loaded.training.jobs[0].restart_time == 0.0
+    slo = loaded.models[0].serving.slo
+    assert (slo.tpot_s, slo.ttft_s) == (0.08, 1.5)
+
+
+def test_an_error_at_a_distribution_median_quotes_the_distribution_as_written(tmp_path):
+    # The median of uniform(-10d, 1d) is -4.5 days: the error quoted -388800.0 (seconds the
+    # user never wrote).
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(LAUNCH.replace(JOB, JOB.replace("duration: 10d", "duration: {dist: uniform, low: -10d, high: 1d}")))
+    result = CliRunner().invoke(main, ["validate", str(scenario)])
+    assert result.exit_code == 2
+    assert result.stderr == ("error: training.jobs[0].duration: a duration cannot be negative, at the median of "
+                             f"{{dist: uniform, low: -10d, high: 1d}} (line {_line_of(LAUNCH, JOB)})\n")

@@ -153,7 +153,7 @@ def test_kernel_equals_its_python_function(data, draws):
 
     def outage_state():
         # Fresh outage channels (one per pool, high rates) with the same random buffers for both calls.
-        channels = OutageChannels([(p, rates[p], 2, FixedDuration(value=7200.0), np.random.default_rng(p))
+        channels = OutageChannels([(p, rates[p], 2, FixedDuration(value="2h"), np.random.default_rng(p))
                                    for p in range(n_pools)], plan.n_steps, plan.step_s)
         channels.prepare(0, plan.n_steps, installed)
         return channels.ints, channels.floats, channels.heap_time, channels.heap_count, channels.expo, channels.repair

@@ -18,6 +18,7 @@ from click.testing import CliRunner
 import simulator
 from simulator.cli import main
 from simulator.report.headline import money_text
+from simulator.report.rundata import RunData
 from simulator.scenario import dump_scenario
 from tests import browser
 
@@ -218,8 +219,12 @@ def test_schema_accepts_the_shipped_scenarios_and_flags_mistakes(tmp_path):
     launch["fleet"]["pools"][0]["count"] = {"dist": "triangular", "low": 200, "mode": 256, "high": 256}
     launch["fleet"]["pools"][0]["changes"][0]["at"] = {"dist": "uniform", "low": "180d", "high": "240d"}
     launch["gpus"] = {"H100": {"price_usd": 28000}}  # a catalog type in part
-    launch["training"]["review_every"] = 7200  # plain seconds
+    launch["training"]["review_every"] = "7200s"
+    launch["training"]["jobs"][0]["restart_time"] = 0  # zero needs no unit
     assert not list(validator.iter_errors(launch))
+    bare = json.loads(json.dumps(launch))
+    bare["training"]["review_every"] = 7200  # a bare number is refused, as the loader refuses it
+    assert [list(e.path) for e in validator.iter_errors(bare)] == [["training", "review_every"]]
     assert simulator.load_scenario(launch, base_dir=SCENARIOS)  # the loader agrees
     typo = json.loads(json.dumps(launch))
     typo["fleet"]["pools"][0]["cuont"] = 3
@@ -415,3 +420,46 @@ def test_each_variant_run_names_its_variant_in_its_summary_and_report_title(laun
         page = html_text.unescape((folder / "report.html").read_text(encoding="utf-8"))
         assert f"<title>launch · {variant} · Fleetcast</title>" in page
         assert f"<h1>launch · {variant}</h1>" in page
+
+
+def _hourly_run(bands: dict[str, np.ndarray], days: int) -> RunData:
+    times = pd.date_range("2027-01-01", periods=24 * days, freq="h")
+    frames = [pd.DataFrame({"metric": metric, "time": times, **{q: values for q in ("mean", "p5", "p10", "p50", "p90", "p95")}})
+              for metric, values in bands.items()]
+    return RunData(directory=Path("run"), summary={"scenario": "autoscaled", "step": "1h"},
+                   bands=pd.concat(frames, ignore_index=True), pnl=pd.DataFrame(), resolved_yaml="", scenario={},
+                   comparison=None)
+
+
+def _p50_line(ax, label: str) -> np.ndarray:
+    return next(line for line in ax.get_lines() if line.get_label() == label).get_ydata()
+
+
+def test_an_autoscaled_fleet_is_charted_against_its_need_at_the_same_hour():
+    # The fleet follows the daily cycle of need with 5 GPUs to spare at every hour. Drawn one
+    # point a day, available at the day's low (night) against needed at the day's peak
+    # (evening) made it look 95 GPUs short every day; at the hour of the peak it has 5 spare.
+    from simulator.report.figures import demand_capacity
+
+    days = 60
+    hour = np.arange(24 * days) % 24
+    needed = 100 + 50 * np.sin(2 * np.pi * (hour - 11) / 24)  # peaks at 17:00
+    run = _hourly_run({"gpus_needed": needed, "gpus_available": needed + 5, "demand_requests": needed * 3600,
+                       "served_requests": needed * 3600}, days)
+    figure = demand_capacity(run)
+    bottom = figure.axes[1]
+    drawn_needed, drawn_available = _p50_line(bottom, "GPUs needed: P50"), _p50_line(bottom, "GPUs available: P50")
+    assert len(drawn_needed) == len(drawn_available) == days
+    np.testing.assert_allclose(drawn_needed, 150.0)
+    np.testing.assert_allclose(drawn_available, 155.0)
+    np.testing.assert_allclose(_p50_line(figure.axes[0], "demand: P50"), 150.0)  # requests/s at the daily peak
+
+
+def test_compare_charts_rates_per_second_whatever_each_run_step():
+    # Demand per step drawn as is made an hourly run 3,600 times a per-second one ("requests
+    # per step ×1e7"); the comparison draws requests/s and USD per hour.
+    from simulator.report.figures import overlaid
+
+    hourly = _hourly_run({"demand_requests": np.full(24 * 10, 7200.0), "gpus_needed": np.full(24 * 10, 1.0)}, 10)
+    figure = overlaid({"a": hourly}, "demand_requests", "Demand", "requests/s", "/s")
+    np.testing.assert_allclose(_p50_line(figure.axes[0], "a: P50"), 2.0)

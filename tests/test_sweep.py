@@ -69,3 +69,19 @@ def test_a_sweep_over_unquoted_dates_runs_each_date(tmp_path):
     assert result.exit_code == 0, result.output
     table = pd.read_parquet(out / "sweep.parquet")
     assert table["training.jobs[0].submit"].tolist() == ["2026-03-05", "2026-03-20"]
+
+
+def test_the_sweep_table_names_its_fields_whole_and_shows_durations_in_days(tmp_path):
+    # On an 80-column terminal the headers read "fleet.p…" and "trainin…", and a swept
+    # duration was shown as typed; the table names each field in words, wraps rather than
+    # cuts, and shows durations in days as the sensitivity table does.
+    result = CliRunner().invoke(main, ["sweep", str(LAUNCH), "--param", "fleet.pools[0].count=256,320",
+                                       "--param", "training.jobs[0].duration=36h,10d", "--paths", "1",
+                                       "--out", str(tmp_path / "sweep"), "--set", "horizon.duration=14d",
+                                       "--set", "training.streams=[]"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "…" not in result.stdout
+    assert max(map(len, result.stdout.splitlines())) <= 80
+    assert "1.5 days" in result.stdout and "10 days" in result.stdout
+    header = result.stdout[: result.stdout.index("┡")]
+    assert "count" in header and "duration" in header and "served" in header

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from simulator.units import UnitError, format_duration, parse_duration, parse_timestamp
+from simulator.units import Seconds, UnitError, format_duration, parse_duration, parse_timestamp
 
 
 @pytest.mark.parametrize(
@@ -16,15 +16,16 @@ from simulator.units import UnitError, format_duration, parse_duration, parse_ti
     [
         ("90d", 90 * 86400), ("2h", 7200), ("15min", 900), ("50ms", 0.05), ("1h30min", 5400),
         ("1d12h", 129600), ("3w", 3 * 7 * 86400), ("6mo", 0.5 * 365.25 * 86400),
-        ("2y", 2 * 365.25 * 86400), ("18mo", 547.875 * 86400), (3600, 3600.0),
-        (dt.timedelta(hours=1), 3600.0),
+        ("2y", 2 * 365.25 * 86400), ("18mo", 547.875 * 86400), (Seconds(3600), 3600.0),
+        (dt.timedelta(hours=1), 3600.0), (0, 0.0), ("0", 0.0), (0.0, 0.0),
     ],
 )
 def test_parse_duration(text, seconds):
     assert parse_duration(text) == pytest.approx(seconds, rel=1e-15)
 
 
-@pytest.mark.parametrize("bad", ["1 fortnight", "", "abc", True, None, [1], float("nan"), "nan"])
+@pytest.mark.parametrize("bad", ["1 fortnight", "", "abc", True, None, [1], float("nan"), "nan", 3600, 151.5, "3600",
+                                 " 151 "])
 def test_bad_durations(bad):
     with pytest.raises(UnitError):
         parse_duration(bad)

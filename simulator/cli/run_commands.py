@@ -161,13 +161,35 @@ def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, w
     if not quiet:
         shown = [*parameters, "share_served_p50", "first_shortfall_p50", "gross_margin_pct_p50",
                  "gross_margin_usd_p10", "cost_per_1m_tokens_usd_p50"]
+        from simulator.scenario.labels import field_label
+
         view = Table(title=f"{base.name}: {len(table)} points")
-        for column in shown:
-            view.add_column(column.replace("_", " "), justify="right")
+        for column in shown:  # headers wrap on a narrow terminal, never cut off ("fleet.poo…")
+            header = field_label(base, column) if column in parameters else _SWEEP_HEADERS[column]
+            view.add_column(header, justify="right", overflow="fold")
         for _, row in table[shown].iterrows():
-            view.add_row(*(cell(row[column]) for column in shown))
+            view.add_row(*(_parameter_cell(column, row[column]) if column in parameters else cell(row[column])
+                           for column in shown))
         console.print(view)
         console.print(f"wrote {directory}/", markup=False, highlight=False)
+
+
+_SWEEP_HEADERS = {"share_served_p50": "served P50", "first_shortfall_p50": "first short P50",
+                  "gross_margin_pct_p50": "margin % P50", "gross_margin_usd_p10": "margin $ P10",
+                  "cost_per_1m_tokens_usd_p50": "$ per 1M tokens P50"}
+
+
+def _parameter_cell(field: str, value: object) -> str:
+    """A swept value as the scenario reads it: a duration in its unit, money in $."""
+    from simulator.scenario.labels import field_unit, format_field_value
+    from simulator.units import UnitError, parse_duration
+
+    if field_unit(field) == "duration" and isinstance(value, str):
+        try:
+            return format_field_value(field, parse_duration(value))
+        except UnitError:
+            return value  # a date
+    return format_field_value(field, value) if isinstance(value, int | float) else cell(value)
 
 
 @main.command()

@@ -19,7 +19,7 @@ from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario.fleet import Order
 from simulator.scenario.plan import OrderCandidate, PlanSettings, check_plan_orders
 from simulator.serving.resolve import load_scenario
-from simulator.units import format_timestamp
+from simulator.units import Seconds, format_duration, format_timestamp
 
 _PERIOD_CODES = {"month": "M", "quarter": "Q"}
 
@@ -81,7 +81,7 @@ def plan_settings(scenario: Scenario, orders: tuple[str, ...] = (), **given: Any
                 raise ScenarioError((), f"--order {text!r}: need 1 <= STEP <= MAX")
             earlier = known.get(pool)
             parsed.append({"pool": pool, "step": step_n, "max": most_n,
-                           "lead_time": earlier.lead_time if earlier else None,
+                           "lead_time": format_duration(earlier.lead_time) if earlier else None,
                            "slip": earlier.slip.model_dump() if earlier and earlier.slip else None})
         data["orders"] = parsed
     target = given.pop("target", None)
@@ -164,7 +164,7 @@ def apply_schedule(scenario: Scenario, candidates: list[Candidate], grid: Grid, 
         if candidate.kind == "owned":
             for date, n in chosen:
                 order = Order(at=at(scenario, grid.order_s[date]), count=n * candidate.step,
-                              lead_time=candidate.lead_s, slip=candidate.slip)
+                              lead_time=Seconds(candidate.lead_s), slip=candidate.slip)
                 pool.setdefault("orders", []).append(order.model_dump(mode="json", exclude_none=True))
         elif candidate.kind == "reserved":
             for k, (date, n) in enumerate(chosen):

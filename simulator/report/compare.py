@@ -20,13 +20,15 @@ from simulator.report.html import Chart, png_bytes, render_page
 from simulator.report.rundata import RunData, load_run
 from simulator.report.tables import comparison_table
 
+#: metric, title, axis label, unit (``/s`` and ``/h``: per second or per hour of a step's
+#: total, whatever each run's step), and what a long hourly run draws of each day.
 CHARTS = (
-    ("demand_requests", "Demand", "requests per step", 1.0, "max"),
-    ("gpus_available", "GPUs available", "GPUs", 1.0, "min"),
-    ("shortfall_gpus", "Capacity shortfall", "GPUs short", 1.0, "max"),
-    ("slo_attainment", "SLO attainment", "% of requests within SLO", 100.0, "min"),
-    ("cost_usd", "Cost", "USD per step", 1.0, "max"),
-    ("gross_margin_usd", "Gross margin", "USD per step", 1.0, "max"),
+    ("demand_requests", "Demand", "requests/s", "/s", "max"),
+    ("gpus_available", "GPUs available", "GPUs", "", "at_peak"),
+    ("shortfall_gpus", "Capacity shortfall", "GPUs short", "", "max"),
+    ("slo_attainment", "SLO attainment", "% of requests within SLO", "%", "min"),
+    ("cost_usd", "Cost", "USD per hour", "/h", "max"),
+    ("gross_margin_usd", "Gross margin", "USD per hour", "/h", "max"),
 )
 
 
@@ -74,8 +76,8 @@ def render_comparison(directories: list[str | Path], out: str | Path) -> Path:
     _check_output(out, directories)
     runs = collect_runs(directories)
     charts = {
-        metric: Chart(f"{title}: P10–P90 over paths, per run.", png_bytes(overlaid(runs, metric, title, ylabel, scale, how)))
-        for metric, title, ylabel, scale, how in CHARTS
+        metric: Chart(f"{title}: P10–P90 over paths, per run.", png_bytes(overlaid(runs, metric, title, ylabel, unit, how)))
+        for metric, title, ylabel, unit, how in CHARTS
     }
     differences = headline_figures({label: run.summary for label, run in runs.items()})
     table = differences.reset_index().rename(columns={"variant": "run"})

@@ -70,6 +70,17 @@ def daily(band: pd.DataFrame, how: str) -> pd.DataFrame:
     return out.rename_axis("time").reset_index()
 
 
+def at_daily_peak(band: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
+    """``band`` at the step of each day when ``reference``'s median peaks (for the long
+    horizons :func:`daily` reduces): GPUs available set against GPUs needed at the same hour.
+    The day's low would set an autoscaled fleet's night against the evening's need."""
+    times = band["time"]
+    if len(daily(band, "max")) == len(band):
+        return band
+    peak_rows = reference.groupby(reference["time"].dt.floor("D"))["p50"].idxmax().to_numpy()
+    return band.iloc[peak_rows].reset_index(drop=True).assign(time=times.iloc[peak_rows].dt.floor("D").to_numpy())
+
+
 def is_daily(run: RunData) -> bool:
     band = run.band("demand_requests")
     return len(daily(band, "max")) < len(band)
@@ -98,7 +109,7 @@ def _money(ax) -> None:
 
 def demand_capacity(run: RunData) -> Figure:
     fig, (top, bottom) = _figure(2)
-    per_second = 1.0 / run.step_s  # requests per step, as a rate a reader knows
+    per_second = _scale(run, "/s")  # requests per step, as a rate a reader knows
     fan(top, daily(run.band("demand_requests"), "max"), PALETTE[0], "demand", scale=per_second)
     served = daily(run.band("served_requests"), "max")
     top.plot(served["time"], served["p50"] * per_second, color=PALETTE[1], linewidth=0.9, label="served: P50",
@@ -106,8 +117,9 @@ def demand_capacity(run: RunData) -> Figure:
     top.set_ylabel("requests/s" + (", daily peak" if is_daily(run) else ""))
     top.set_title("Demand against capacity")
     top.legend(loc="upper left", fontsize=8)
-    fan(bottom, daily(run.band("gpus_needed"), "max"), PALETTE[0], "GPUs needed")
-    fan(bottom, daily(run.band("gpus_available"), "min"), PALETTE[2], "GPUs available")
+    needed = run.band("gpus_needed")
+    fan(bottom, daily(needed, "max"), PALETTE[0], "GPUs needed")
+    fan(bottom, at_daily_peak(run.band("gpus_available"), needed), PALETTE[2], "GPUs available")
     bottom.set_ylabel("GPUs")
     bottom.legend(loc="upper left", fontsize=8)
     return fig
@@ -285,12 +297,21 @@ def _month_ticks(ax, months: Sequence) -> None:
     ax.set_xticks(range(0, len(labels), every), labels[::every], rotation=0, fontsize=8)
 
 
-def overlaid(runs: dict[str, RunData], metric: str, title: str, ylabel: str, scale: float = 1.0,
+def _scale(run: RunData, unit: str) -> float:
+    """What turns a band of ``run`` into ``unit``: a step's total per second (``/s``) or per
+    hour (``/h``), a share in percent (``%``), or as it is."""
+    return {"/s": 1.0 / run.step_s, "/h": 3600.0 / run.step_s, "%": 100.0}.get(unit, 1.0)
+
+
+def overlaid(runs: dict[str, RunData], metric: str, title: str, ylabel: str, unit: str = "",
              how: str = "max") -> Figure:
-    """One band of several runs on one chart (``fleetcast compare``)."""
+    """One band of several runs on one chart (``fleetcast compare``). ``how`` is what a long
+    hourly run draws of each day: its ``max``, its ``min``, or the value ``at_peak`` need."""
     fig, (ax,) = _figure(1, 3.2)
     for i, (label, run) in enumerate(runs.items()):
-        fan(ax, daily(run.band(metric), how), PALETTE[i % len(PALETTE)], label, scale=scale)
+        band = run.band(metric)
+        band = at_daily_peak(band, run.band("gpus_needed")) if how == "at_peak" else daily(band, how)
+        fan(ax, band, PALETTE[i % len(PALETTE)], label, scale=_scale(run, unit))
     ax.set_title(title)
     ax.set_ylabel(ylabel)
     ax.legend(loc="upper left", fontsize=8)
@@ -300,7 +321,8 @@ def overlaid(runs: dict[str, RunData], metric: str, title: str, ylabel: str, sca
 def run_figures(run: RunData) -> dict[str, tuple[str, Figure]]:
     """The charts of one run's report, operations first, then money: name → (caption, figure)."""
     per_day = (" Long hourly runs are drawn one point per day: each quantile's peak of the day "
-               "(for GPUs available and SLO attainment, its low)." if is_daily(run) else "")
+               "(for GPUs available, at the hour the median need peaks; for SLO attainment, its low)." if is_daily(run)
+               else "")
     charts = {
         "demand_capacity": ("Demand and the GPUs it needs against the GPUs available, P10–P90 over paths." + per_day,
                             demand_capacity(run)),

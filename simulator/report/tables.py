@@ -229,4 +229,24 @@ def key_findings(summary: dict[str, Any]) -> list[dict[str, str]]:
         findings.append({"label": "Training", "value": f"{training['jobs_completed_share']:.0%} of jobs finished",
                          "note": "share of every path's jobs; P50 wait over those jobs "
                                  + ("–" if wait is None else f"{wait / 3600:.1f} h")})
+        findings.extend(_named_job_finding(name, job) for name, job in (training.get("named_jobs") or {}).items())
     return findings
+
+
+def _days(seconds: float | None) -> str:
+    return "–" if seconds is None else f"{seconds / 86_400:.1f}"
+
+
+def _named_job_finding(name: str, job: dict[str, Any]) -> dict[str, str]:
+    """A named job (a fine-tune, a pretraining run): a pool of many short jobs can finish
+    100% with no wait while the one run that matters was preempted all month."""
+    late, preempted = job["late_s"], job["preemptions"]
+    if job["finished_share"] == 0:
+        value = "not finished within the horizon on any path"
+    else:
+        value = f"{_days(late['p50'])} days late (P50)" + (
+            "" if job["finished_share"] == 1 else f", finished on {job['finished_share']:.0%} of paths")
+    return {"label": f"Training job {name}", "value": value,
+            "note": f"past an uninterrupted run from its submission: P10 {_days(late['p10'])} – P90 {_days(late['p90'])} "
+                    f"days over the paths it finished on; preempted {preempted['p50']:.0f} times (P50; P10 "
+                    f"{preempted['p10']:.0f} – P90 {preempted['p90']:.0f})"}

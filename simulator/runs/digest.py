@@ -62,6 +62,10 @@ class TrainingDigest:
     wait_sum_s: float
     #: End time of each named job of the scenario (NaT: not finished within the horizon).
     completion: dict[str, pd.Timestamp] = field(default_factory=dict)
+    #: Each named job's delay past an uninterrupted run from its submission (NaN: not
+    #: finished) and its preemptions.
+    named_late_s: dict[str, float] = field(default_factory=dict)
+    named_preemptions: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -148,4 +152,7 @@ def training_digest(jobs: dict[str, np.ndarray], start: pd.Timestamp, named: set
         waits_s=np.asarray(waits, dtype=np.float64),
         wait_sum_s=math.fsum(waits),
         completion={name: end_of.get(name, pd.NaT) for name in sorted(named)},
+        named_late_s={name: float(jobs["end_s"][row] - jobs["submit_s"][row] - jobs["work_s"][row])
+                      for name, row in present.items()},
+        named_preemptions={name: int(jobs["preemptions"][row]) for name, row in present.items()},
     )

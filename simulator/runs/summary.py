@@ -236,6 +236,20 @@ def training_summary(digests: dict[int, Any], waits_s: np.ndarray) -> dict[str, 
         "preemptions_per_job": sum(d.preemptions for d in rows) / jobs,
         "interruptions_per_job": sum(d.interruptions for d in rows) / jobs,
         "completion_time": completion,
+        "named_jobs": {name: _named_job(rows, name) for name in names},
+    }
+
+
+def _named_job(rows: list[Any], name: str) -> dict[str, Any]:
+    """One named job over paths: the share of paths it finished on, how late it finished
+    (past an uninterrupted run from its submission, over those paths) and its preemptions."""
+    late = np.array([d.named_late_s.get(name, np.nan) for d in rows], dtype=float)
+    preempted = np.array([d.named_preemptions.get(name, 0) for d in rows], dtype=float)
+    finished = ~np.isnan(late)
+    return {
+        "finished_share": float(finished.mean()),
+        "late_s": _quantiles(pd.Series(late[finished])),
+        "preemptions": _quantiles(pd.Series(preempted)),
     }
 
 

@@ -183,7 +183,7 @@ class Spot(Frozen):
     type: Literal["spot"] = "spot"
     usd_per_gpu_hour: NonNegative
     preemption_rate_per_gpu_hour: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.01
-    replacement: DurationDistribution = Field(default_factory=lambda: FixedDuration(value=3600.0))
+    replacement: DurationDistribution = Field(default_factory=lambda: FixedDuration(value="1h"))
 
     _shorthand = field_validator("replacement", mode="before")(lambda cls, v: duration_distribution(v))
 
@@ -201,7 +201,7 @@ class Failures(Frozen):
 
     rate_per_gpu_hour: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 2e-5
     blast_radius: Annotated[int, Field(ge=1, le=1024)] = 1
-    repair: DurationDistribution = Field(default_factory=lambda: ExponentialDuration(mean=12 * 3600.0))
+    repair: DurationDistribution = Field(default_factory=lambda: ExponentialDuration(mean="12h"))
 
     _shorthand = field_validator("repair", mode="before")(lambda cls, v: duration_distribution(v))
 

@@ -40,15 +40,10 @@ def scenario_json_schema() -> dict[str, Any]:
     for name, definition in definitions.items():
         if name not in ("Uncertain", "Horizon"):  # the horizon shapes the run: never drawn
             _walk(definition)
-    for name in ("duration", "end", "step"):  # the horizon takes plain seconds too, never a draw
+    for name in ("duration", "end", "step"):  # the horizon is never drawn
         prop = definitions["Horizon"]["properties"][name]
         if isinstance(prop.get("default"), int | float):
             prop["default"] = format_duration(float(prop["default"]))
-        if "anyOf" in prop:
-            prop["anyOf"].insert(1, _SECONDS)
-        elif _is_duration(prop):
-            outer = {key: prop.pop(key) for key in ("title", "description", "default") if key in prop}
-            definitions["Horizon"]["properties"][name] = {**outer, "anyOf": [prop, _SECONDS]}
     for name, prop in schema["properties"].items():
         if name not in FIXED_FIELDS:
             schema["properties"][name] = _walk(prop)
@@ -61,7 +56,8 @@ def _is_duration(node: dict[str, Any]) -> bool:
     return node.get("type") == "string" and any(unit in examples for unit in ("15min", "90d", "1h"))
 
 
-_SECONDS = {"type": "number", "minimum": 0, "description": "seconds"}
+#: A duration is text with a unit; of bare numbers only zero, which needs none.
+_ZERO = {"const": 0, "description": "zero (any other duration needs a unit: 90d, 2h, 15min)"}
 
 
 def _walk(node: Any) -> Any:
@@ -81,12 +77,12 @@ def _walk(node: Any) -> Any:
             if isinstance(node.get("default"), int | float):
                 node["default"] = format_duration(float(node["default"]))
             node["anyOf"] = [option for option in node["anyOf"] if option.get("type") != "null"]
-            node["anyOf"] = [*node["anyOf"], _SECONDS, _DISTRIBUTION, {"type": "null"}]
+            node["anyOf"] = [*node["anyOf"], _ZERO, _DISTRIBUTION, {"type": "null"}]
         return node
     if _is_duration(node) and isinstance(node.get("default"), int | float):
         node["default"] = format_duration(float(node["default"]))
     if node.get("type") in ("number", "integer") or _is_duration(node):
         outer = {key: node.pop(key) for key in ("title", "description", "default") if key in node}
-        options = [node, _SECONDS] if _is_duration(node) else [node]
+        options = [node, _ZERO] if _is_duration(node) else [node]
         return {**outer, "anyOf": [*options, _DISTRIBUTION]}
     return node

@@ -9,13 +9,11 @@ shown in days; fields in US dollars (``usd`` in the name) with a dollar sign.
 
 from __future__ import annotations
 
-import typing
 from typing import Any
 
 from simulator.scenario.fieldpath import parse_field_path
 from simulator.scenario.scenario import Scenario
-from simulator.scenario.schema_walk import is_model, members, types_at
-from simulator.scenario.types import Duration, PositiveDuration, When
+from simulator.scenario.schema_walk import holds_duration
 
 #: Whole field names that read better rewritten.
 _NAMES = {
@@ -35,8 +33,6 @@ _WORDS = {"at": "time", "gpu-hour": "GPU-hour", "kw-month": "kW-month", "usd": "
 _SILENT = {"fleet", "pricing", "acquisition"}
 _SINGULAR = {"pools": "pool", "models": "model", "orders": "order", "changes": "change", "caps": "cap",
              "jobs": "job", "streams": "stream", "traces": "trace", "points": "point", "values": "value"}
-#: How ``types.py`` marks a field held in seconds: the metadata of these annotated types.
-_DURATION_MARKS = {id(mark) for tp in (Duration, PositiveDuration, When) for mark in typing.get_args(tp)[1:]}
 
 
 def _words(name: str) -> str:
@@ -91,22 +87,9 @@ def field_unit(field_path: str) -> str | None:
     last = loc[-1]
     if isinstance(last, int):
         return None
-    for tp in types_at(Scenario, loc[:-1]):
-        for member in members(tp):
-            if is_model(member) and last in member.model_fields:
-                info = member.model_fields[last]
-                marks = {id(mark) for mark in info.metadata} | _annotation_marks(info.annotation)
-                if marks & _DURATION_MARKS:
-                    return "duration"
+    if holds_duration(Scenario, loc):
+        return "duration"
     return "usd" if "usd" in last.split("_") else None
-
-
-def _annotation_marks(tp: Any) -> set[int]:
-    """The ids of the Annotated metadata anywhere in an annotation (through unions)."""
-    if typing.get_origin(tp) is typing.Annotated:
-        args = typing.get_args(tp)
-        return {id(mark) for mark in args[1:]} | _annotation_marks(args[0])
-    return {mark for arg in typing.get_args(tp) for mark in _annotation_marks(arg)}
 
 
 def format_field_value(field_path: str, value: Any) -> str:

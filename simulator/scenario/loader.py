@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -74,8 +75,9 @@ def load_scenario(
         _refuse_booleans(data, ())
         _refuse_duplicate_gpus(data.get("gpus"))
         expand_histories(data, base_dir)
-        data = _extract_uncertain(data)
-        scenario = _validated(data, base_dir)
+        written: dict[str, Any] = {}
+        data = _extract_uncertain(data, written)
+        scenario = _validated(data, base_dir, written)
         _check_variants(data, scenario, base_dir)
         scenario._source_dir = str(base_dir)
         if resolve is not None:
@@ -89,12 +91,13 @@ def load_scenario(
     return scenario
 
 
-def _validated(data: dict[str, Any], base_dir: Path) -> Scenario:
-    """Both validation passes: field by field (pydantic), then across fields."""
+def _validated(data: dict[str, Any], base_dir: Path, written: Mapping[str, Any] | None = None) -> Scenario:
+    """Both validation passes: field by field (pydantic), then across fields. ``written``
+    holds the distributions as the scenario wrote them, for errors at their medians."""
     try:
         scenario = Scenario.model_validate(data, context={"base_dir": str(base_dir)})
     except ValidationError as exc:
-        raise _from_validation_error(exc, data) from None
+        raise _from_validation_error(exc, data, written or {}) from None
     check_references(scenario)
     return scenario
 
@@ -132,9 +135,9 @@ def _forget_uncertain(data: dict[str, Any], key: str) -> None:
         data["fixed_inputs"] = pinned
 
 
-def _extract_uncertain(data: dict[str, Any]) -> dict[str, Any]:
+def _extract_uncertain(data: dict[str, Any], written: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per-path distributions out of the fields (medians in place) into ``uncertain``."""
-    at_medians, found = extract_uncertain(data, Scenario)
+    at_medians, found = extract_uncertain(data, Scenario, written)
     if found:
         existing = at_medians.get("uncertain")
         at_medians["uncertain"] = {**(existing if isinstance(existing, dict) else {}), **found}
@@ -182,7 +185,8 @@ def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) ->
                 set_field(variant, str(key), copy.deepcopy(value))
                 _forget_uncertain(variant, str(key))
             _refuse_duplicate_gpus(variant.get("gpus"))
-            _validated(_extract_uncertain(variant), base_dir)
+            written: dict[str, Any] = {}
+            _validated(_extract_uncertain(variant, written), base_dir, written)
         except ScenarioError as exc:
             loc = exc.loc
             key = next((k for k, path in paths.items() if loc[: len(path)] == path or path[: len(loc)] == loc
@@ -210,7 +214,7 @@ def _normalize_overrides(overrides: Mapping[str, Any] | Iterable[str] | None) ->
     return pairs
 
 
-def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
+def _from_validation_error(exc: ValidationError, data: Any, written: Mapping[str, Any]) -> ScenarioError:
     found = exc.errors(include_url=False)
     # A misspelt key also makes the right one "missing": report the misspelling.
     # Of the members of a union that all failed (``gpus: 8`` or ``gpus: {choices: …}``), the one
@@ -237,9 +241,18 @@ def _from_validation_error(exc: ValidationError, data: Any) -> ScenarioError:
     if message and message[0].isupper() and not message.startswith(("'", '"')):
         message = message[0].lower() + message[1:]
     value = error.get("input")
+    spec = written.get(format_path(loc))
+    if spec is not None:  # the value is the distribution's median: quote what was written
+        message = re.sub(r", got .*$", "", message)
+        return ScenarioError(loc, f"{message}, at the median of {_flow(spec)}")
     if kind not in ("value_error", "assertion_error") and not isinstance(value, dict | list):
         message += f", got {value!r}"
     return ScenarioError(loc, message)
+
+
+def _flow(node: Any) -> str:
+    """A distribution as one line of YAML, as written (``{dist: uniform, low: -10d, high: 1d}``)."""
+    return yaml.safe_dump(node, default_flow_style=True, sort_keys=False, width=10_000).strip()
 
 
 def _data_loc(data: Any, raw: tuple[Any, ...], names_a_key: bool) -> Loc:

@@ -6,7 +6,7 @@ import types
 import typing
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 
 from simulator.scenario.errors import Loc
 
@@ -19,6 +19,25 @@ def members(tp: Any) -> list[Any]:
     if origin in (typing.Union, types.UnionType):
         return [m for arg in typing.get_args(tp) for m in members(arg)]
     return [tp]
+
+
+def holds_duration(root: Any, loc: Loc) -> bool:
+    """Whether the field at ``loc`` holds seconds written as a duration or an offset
+    (``90d``, ``2026-09-01`` for an offset field): its validator is a duration parser."""
+    from simulator.scenario.types import DURATION_PARSERS
+
+    return any(func in DURATION_PARSERS for tp in types_at(root, loc) for func in _validators(tp))
+
+
+def _validators(tp: Any) -> list[Any]:
+    """The functions of the ``BeforeValidator``s on an annotation and its union's members."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        inner, *extras = typing.get_args(tp)
+        return [extra.func for extra in extras if isinstance(extra, BeforeValidator)] + _validators(inner)
+    if origin in (typing.Union, types.UnionType):
+        return [func for arg in typing.get_args(tp) for func in _validators(arg)]
+    return []
 
 
 def is_model(tp: Any) -> bool:
@@ -40,7 +59,9 @@ def types_at(root: Any, loc: Loc) -> list[Any]:
                 elif origin is dict:
                     following.append(typing.get_args(member)[1])
                 elif is_model(member) and part in member.model_fields:
-                    following.append(member.model_fields[part].annotation)
+                    field = member.model_fields[part]  # pydantic keeps Annotated's extras aside
+                    following.append(typing.Annotated[field.annotation, *field.metadata] if field.metadata
+                                     else field.annotation)
         candidates = following
     return candidates
 

@@ -16,15 +16,15 @@ from pydantic.fields import FieldInfo
 
 from simulator.scenario.demand import Demand
 from simulator.scenario.economics import ExternalApi, Pricing, Subscription
-from simulator.scenario.types import Frozen, Positive
+from simulator.scenario.types import Frozen, Positive, PositiveSeconds
 
 
 class SloSpec(Frozen):
     """Latency targets a replica must meet: percentile bounds on TTFT and TPOT."""
 
-    ttft_s: Positive = 2.0
+    ttft_s: PositiveSeconds = 2.0
     ttft_percentile: Annotated[float, Field(gt=0, le=100)] = 90.0
-    tpot_s: Positive = 0.2
+    tpot_s: PositiveSeconds = 0.2
     tpot_percentile: Annotated[float, Field(gt=0, le=100)] = 99.0
 
 

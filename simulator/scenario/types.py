@@ -117,7 +117,10 @@ def _when(value: Any) -> float | pd.Timestamp:
                     f"such as '90d', got {value!r}"
                 ) from None
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
+        try:  # an offset the program computed, or 0; not a bare number a user wrote
+            return parse_duration(value)
+        except UnitError as exc:
+            raise ValueError(str(exc)) from None
     raise ValueError(f"expected a date or an offset such as '90d', got {value!r}")
 
 
@@ -126,6 +129,14 @@ def _write_when(value: float | pd.Timestamp) -> str:
         return format_timestamp(value)
     return format_duration(value)
 
+
+def _positive_span(value: Any) -> Span:
+    return _span(value, positive=True)
+
+
+#: The validators of fields that hold a duration (or an offset): a distribution on such a
+#: field is written in durations, and its median and draws are :class:`Seconds`.
+DURATION_PARSERS = frozenset({_duration, _positive_duration, _span, _positive_span, _when})
 
 Duration = Annotated[
     float,
@@ -147,7 +158,7 @@ Term = Annotated[
 ]
 PositiveTerm = Annotated[
     Span,
-    BeforeValidator(lambda value: _span(value, positive=True)),
+    BeforeValidator(_positive_span),
     PlainSerializer(Span.text, return_type=str),
     WithJsonSchema({"type": "string", "examples": ["1y", "6mo"]}),
 ]
@@ -162,6 +173,29 @@ When = Annotated[
     BeforeValidator(_when),
     PlainSerializer(_write_when, return_type=str),
     WithJsonSchema({"type": "string", "examples": ["2026-09-01", "90d"]}),
+]
+
+def _seconds(value: Any) -> Any:
+    """A field named in seconds (``tpot_s``) takes a bare number of seconds or a duration."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return parse_duration(value)
+    except UnitError as exc:
+        raise ValueError(str(exc)) from None
+
+
+#: Seconds, as a field named ``..._s`` says: ``0.08`` or ``80ms``.
+PositiveSeconds = Annotated[
+    float,
+    BeforeValidator(_seconds),
+    Field(gt=0, allow_inf_nan=False),
+    WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0},
+                              {"type": "string", "examples": ["80ms", "2s"]}]}),
 ]
 
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]

@@ -27,9 +27,9 @@ from pydantic import BeforeValidator, Field, model_validator
 from simulator.scenario.correlation import input_key
 from simulator.scenario.errors import Loc, ScenarioError, format_path
 from simulator.scenario.fieldpath import parse_field_path, set_field
-from simulator.scenario.schema_walk import is_model, members, types_at
+from simulator.scenario.schema_walk import holds_duration, is_model, members, types_at
 from simulator.scenario.types import Frozen
-from simulator.units import UnitError, parse_duration
+from simulator.units import Seconds, UnitError, parse_duration
 
 _Z90 = 1.2815515655446004
 #: Top-level fields that shape the run itself (or how it is judged) and so cannot differ between paths.
@@ -156,10 +156,12 @@ def _normal_ppf(q: float) -> float:
     return _STANDARD_NORMAL.inv_cdf(q)
 
 
-def extract_uncertain(data: dict[str, Any], root: Any) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def extract_uncertain(data: dict[str, Any], root: Any,
+                      written: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """Replace per-path distributions in raw scenario data by their medians.
 
-    Returns the data at the medians and the distributions found, by field path.
+    Returns the data at the medians and the distributions found, by field path; ``written``,
+    if given, receives each distribution as the scenario wrote it (for error messages).
     """
     found: dict[str, dict[str, Any]] = {}
     data = copy.deepcopy(data)
@@ -171,7 +173,10 @@ def extract_uncertain(data: dict[str, Any], root: Any) -> tuple[dict[str, Any], 
                     raise ScenarioError(loc, "cannot be uncertain: the horizon, seed, paths and what counts as "
                                              "running short are the same on every path")
                 spec = _validated(node, loc)
+                _check_parameters(node, loc, holds_duration(root, loc))
                 found[format_path(loc)] = spec.model_dump(exclude_none=True)
+                if written is not None:
+                    written[format_path(loc)] = node
                 return _typed(root, loc, spec.center)
             return {key: visit(value, (*loc, key)) for key, value in node.items()}
         if isinstance(node, list):
@@ -231,7 +236,31 @@ def _is_event_distribution(root: Any, loc: Loc) -> bool:
                for tp in types_at(root, loc) for member in members(tp))
 
 
+_PARAMETERS = ("median", "p90", "low", "mode", "high", "mean", "sd")
+
+
+def _check_parameters(node: dict[str, Any], loc: Loc, durations: bool) -> None:
+    """A distribution is written in its field's terms: durations with units for a duration
+    (``low: 151d``; a bare ``151`` is refused as on the field itself), numbers for a number."""
+    for name in (*_PARAMETERS, "values"):
+        given = node.get(name)
+        items = list(enumerate(given)) if name == "values" and isinstance(given, list) else [(None, given)]
+        for index, value in items:
+            if value is None:
+                continue
+            where = (*loc, name) if index is None else (*loc, name, index)
+            if durations:
+                try:
+                    parse_duration(value)
+                except UnitError as exc:
+                    raise ScenarioError(where, str(exc)) from None
+            elif isinstance(value, str):
+                raise ScenarioError(where, f"expected a number (this field is not a duration), got {value!r}")
+
+
 def _typed(root: Any, loc: Loc, value: float) -> float | int:
+    if holds_duration(root, loc):
+        return Seconds(value)
     kinds = {member for tp in types_at(root, loc) for member in members(tp)}
     if int in kinds and float not in kinds:
         return int(round(value))
