@@ -14,6 +14,10 @@ import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from simulator.compiled_cache import configure as _configure_compiled_cache
+
+_configure_compiled_cache()  # before numba is imported: a cache folder keyed by the compiled sources
+
 __all__ = ["Results", "Scenario", "ScenarioError", "load_scenario", "simulate"]
 __version__ = "0.1.0"
 

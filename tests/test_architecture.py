@@ -29,7 +29,7 @@ TIERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("face",),
 )
-SHARED_MODULES = {"units", "errors", "output", "group_sums"}
+SHARED_MODULES = {"units", "errors", "output", "group_sums", "compiled_cache"}
 FACE_MODULES = {"simulator", "simulator.__main__"}
 
 
