@@ -20,7 +20,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,15 +65,34 @@ def _commit() -> Iterator[None]:
         _CommitState.committing = False
 
 
-def check_output_directory(directory: Path) -> None:
-    """Raise :class:`OutputError` when writing ``directory`` would destroy other files."""
+def is_fleetcast_output(directory: Path) -> bool:
+    """Whether ``directory``'s ``summary.json`` is one Fleetcast wrote: a JSON object naming
+    its scenario (a run, a sweep, a sensitivity, a plan) or its comparison."""
+    try:
+        summary = json.loads((Path(directory) / RUN_MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return False
+    return isinstance(summary, dict) and ("scenario" in summary or "comparison" in summary)
+
+
+def check_output_directory(directory: Path, inputs: Iterable[Path] = ()) -> None:
+    """Raise :class:`OutputError` when writing ``directory`` would destroy other files,
+    among them ``inputs`` (the scenario being run) when they lie inside it."""
+    directory = Path(directory)
+    if directory.is_symlink() and not directory.exists():
+        raise OutputError(f"--out {directory}: is a symbolic link to nothing")
     if directory.exists() and not directory.is_dir():
         raise OutputError(f"--out {directory}: exists and is not a directory")
-    if directory.is_dir() and any(directory.iterdir()) and not (directory / RUN_MARKER).exists():
+    if directory.is_dir() and any(directory.iterdir()) and not is_fleetcast_output(directory):
         raise OutputError(
             f"--out {directory}: exists and is not a Fleetcast run directory "
-            f"(no {RUN_MARKER}); refusing to replace it"
+            f"(no {RUN_MARKER} that Fleetcast wrote); refusing to replace it"
         )
+    if directory.is_dir():
+        inside = [path for path in inputs if directory.resolve() in Path(path).resolve().parents]
+        if inside:
+            raise OutputError(f"--out {directory}: holds {inside[0]}, which this command reads and the new "
+                              "output would replace; write elsewhere or move it out")
     # The nearest folder that exists must take a new directory (checked before any work).
     ancestor = directory.resolve().parent
     while not ancestor.exists() and ancestor != ancestor.parent:
@@ -143,6 +162,9 @@ def write_text_atomically(path: Path, text: str) -> None:
     path = Path(path)
     if path.is_dir():
         raise OutputError(f"--out {path}: is a directory")
+    if path.is_symlink() or path.exists() and not path.is_file():  # /dev/null, a pipe, a link
+        raise OutputError(f"--out {path}: exists and is not a regular file (a device, a pipe or a link); "
+                          "refusing to replace it")
     parent = path.resolve().parent
     if not parent.is_dir():
         raise OutputError(f"--out {path}: no folder {parent}")

@@ -51,6 +51,12 @@ _SECONDS_RE = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+
 _FORMAT_UNITS = (("d", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0), ("s", 1.0), ("ms", 0.001))
 
 
+#: The dates a scenario may name: inside pandas' nanosecond range (1677 to 2262) with room for a
+#: horizon that starts on the last of them.
+EARLIEST_DATE = pd.Timestamp("1900-01-01")
+LATEST_DATE = pd.Timestamp("2200-01-01")
+
+
 class UnitError(ValueError):
     """A value that is not a readable duration or date."""
 
@@ -86,7 +92,10 @@ def parse_duration(value: object) -> float:
     elif isinstance(value, dt.timedelta):
         seconds = value.total_seconds()
     elif isinstance(value, str):
-        seconds = _parse_duration_text(value)
+        try:
+            seconds = _parse_duration_text(value)
+        except OverflowError:  # 10**400d
+            raise UnitError(f"duration must be finite, got {value!r}") from None
     else:
         raise UnitError(f"expected a duration such as '90d' or '2h', got {value!r}")
     if not math.isfinite(seconds):
@@ -186,7 +195,11 @@ def parse_timestamp(value: object) -> pd.Timestamp:
         raise UnitError(f"expected an ISO date such as '2026-03-01', got {value!r}")
     if stamp.tzinfo is not None:
         stamp = stamp.tz_convert("UTC").tz_localize(None)
-    return stamp
+    if not EARLIEST_DATE <= stamp < LATEST_DATE:
+        shown = value.isoformat() if isinstance(value, dt.date) else value
+        raise UnitError(f"dates run from {EARLIEST_DATE.year} to {LATEST_DATE.year - 1} "
+                        f"(times are held in nanoseconds), got {shown!r}")
+    return stamp.as_unit("ns")
 
 
 def format_timestamp(stamp: pd.Timestamp) -> str:

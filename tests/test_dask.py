@@ -172,3 +172,43 @@ def test_the_readme_commands_start_a_cluster_that_runs_a_scenario(tmp_path):
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+@pytest.mark.slow
+def test_a_scheduler_that_dies_mid_run_ends_the_run_in_one_line_and_leaves_the_earlier_run(tmp_path):
+    # Killing the scheduler printed 37 lines of the client's tracebacks and "internal error".
+    import subprocess
+    import sys
+
+    bin_dir = Path(sys.executable).parent
+    out = tmp_path / "run"
+    short = ["--set", "horizon.duration=3d", "--set", "training.streams=[]", "--paths", "2", "-q", "--no-report"]
+    assert CliRunner().invoke(main, ["run", str(LAUNCH), "--out", str(out), *short]).exit_code == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    scheduler = subprocess.Popen([str(bin_dir / "dask"), "scheduler", "--host", "127.0.0.1", "--port",
+                                  address.rsplit(":", 1)[1], "--no-dashboard"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen([str(bin_dir / "dask"), "worker", address, "--nworkers", "1", "--nthreads", "1",
+                               "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        with distributed.Client(address, timeout=60) as watcher:
+            watcher.wait_for_workers(1, timeout=60)
+            run = subprocess.Popen([sys.executable, "-m", "simulator", "run", str(LAUNCH), "--out", str(out),
+                                    "--scheduler", address, "--set", "variants={}", "--set", "horizon.duration=60d",
+                                    "--paths", "400", "-q", "--no-report"],
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not any(watcher.processing().values()):
+                time.sleep(0.1)
+        scheduler.kill()
+        _, stderr = run.communicate(timeout=180)
+    finally:
+        for process in (worker, scheduler):
+            process.kill()
+            process.wait(timeout=30)
+    assert run.returncode == 1, stderr
+    assert stderr.count("\n") == 1 and "Traceback" not in stderr, stderr
+    assert stderr.startswith("error: lost the connection to the Dask scheduler at " + address), stderr
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]

@@ -11,7 +11,9 @@ see the traceback of an internal error.
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import signal
 import sys
 import threading
@@ -118,6 +120,25 @@ def remove_unraisable_hook() -> None:
     sys.unraisablehook = _previous_unraisablehook
 
 
+#: Why a write failed when the disk, a quota or a file-size limit (``ulimit -f``) is the cause.
+_NO_ROOM = {errno.ENOSPC: "no space left on the device", errno.EFBIG: "a file would pass the file-size limit",
+            errno.EDQUOT: "the disk quota is exceeded"}
+
+
+def _out_of_space(exc: OSError) -> str | None:
+    """The reason, when ``exc`` says the disk is full (pyarrow and forked writers may give only its text)."""
+    if exc.errno in _NO_ROOM:
+        return _NO_ROOM[exc.errno]
+    found = re.search(r"errno (\d+)", str(exc), re.IGNORECASE)
+    return _NO_ROOM.get(int(found.group(1))) if found else None
+
+
+def _fail_internal(exc: BaseException) -> None:
+    if os.environ.get("FLEETCAST_DEBUG"):
+        traceback.print_exc()
+    _fail(f"internal error: {type(exc).__name__}: {exc} (FLEETCAST_DEBUG=1 shows the traceback)", 1)
+
+
 def _fail(message: str, code: int) -> None:
     errors.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
     sys.exit(code)
@@ -150,15 +171,23 @@ class FleetcastGroup(click.Group):
             _fail("interrupted; nothing was written and earlier outputs are untouched", 130)
         except RunFailedError as exc:
             _fail(f"{exc}; nothing was written and earlier outputs are untouched", 1)
+        except click.UsageError as exc:  # one line, as every other refusal (click prints four)
+            where = exc.ctx.command_path if exc.ctx is not None else "fleetcast"
+            _fail(f"{exc.format_message()} (see '{where} --help')", 2)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
+        except OSError as exc:
+            if _interrupted:
+                _delivered = True
+                _fail("interrupted; nothing was written and earlier outputs are untouched", 130)
+            if not _out_of_space(exc):
+                _fail_internal(exc)
+            _fail(f"cannot write: {_out_of_space(exc)}; nothing was written and earlier outputs are untouched", 2)
         except Exception as exc:  # noqa: BLE001 - the last line of defence
             if _interrupted:
                 _delivered = True
                 _fail("interrupted; nothing was written and earlier outputs are untouched", 130)
-            if os.environ.get("FLEETCAST_DEBUG"):
-                traceback.print_exc()
-            _fail(f"internal error: {type(exc).__name__}: {exc} (FLEETCAST_DEBUG=1 shows the traceback)", 1)
+            _fail_internal(exc)
         finally:
             remove_unraisable_hook()
         return None

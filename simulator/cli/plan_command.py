@@ -49,7 +49,7 @@ def plan_command(scenario: Path, orders, target, per, budget_usd, review_every, 
         if orders or per or budget_usd is not None or review_every:
             raise ScenarioError((), "--action plans dated additions on their own: drop --order, --per, --budget "
                                 "and --review-every, or plan orders without --action")
-        check_output_directory(directory)
+        check_output_directory(directory, inputs=[scenario])
         _plan_actions(base, actions, 0.1 if target is None else target, directory, paths, seed, quiet)
         return
     from simulator.decisions.order_planner import plan_orders
@@ -61,7 +61,7 @@ def plan_command(scenario: Path, orders, target, per, budget_usd, review_every, 
                              review_every=review_every, paths=paths)
     if not settings.orders:
         raise ScenarioError(("plan", "orders"), "nothing to plan: give --order POOL:STEP:MAX or a plan: section")
-    check_output_directory(directory)
+    check_output_directory(directory, inputs=[scenario])
     with stage_progress_bar(show=not quiet) as progress:
         outcome = plan_orders(base, settings, seed=seed, workers=workers, progress=progress)
     document = save_order_plan(directory, outcome, report=not no_report)

@@ -93,7 +93,7 @@ def run(
         if paths == "auto" else None
     resolved = load_scenario(scenario, overrides)
     directory = out or Path("outputs") / safe_dir_name(resolved.name)
-    check_output_directory(directory)
+    check_output_directory(directory, inputs=[scenario])
     results = run_scenario(
         resolved, paths=paths, seed=seed, workers=workers, scheduler=scheduler, keep_paths=keep_paths,
         show_progress=not quiet, precision=targets,
@@ -152,7 +152,7 @@ def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, w
 
     base = load_scenario(scenario, overrides)
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sweep"
-    check_output_directory(directory)
+    check_output_directory(directory, inputs=[scenario])
     parameters = parse_parameters(params)
     table = run_sweep(scenario, sweep_points(parameters, zipped), overrides=overrides, simulate_points=lambda points: (
         simulate_points({key: point.model_copy(update={"variants": {}}) for key, point in points.items()},
@@ -197,7 +197,7 @@ def _parameter_cell(field: str, value: object) -> str:
 @click.option("--method", type=click.Choice(["oat", "variance"]), default="oat", show_default=True,
               help="oat: each input at its P10 and P90, the others at medians (tornado); variance: first-order "
               "and total Sobol indices, the share of the margin's variance each input explains.")
-@click.option("--samples", type=click.IntRange(min=2), metavar="N",
+@click.option("--samples", type=click.IntRange(min=2, max=1_000_000), metavar="N",
               help="Design samples for --method variance (default 256): N·(inputs + 2) runs of one path each.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Directory (default outputs/<name>-sensitivity/).")
@@ -220,7 +220,7 @@ def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | No
                          "set --samples)")
     base = load_scenario(scenario, overrides)
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sensitivity"
-    check_output_directory(directory)
+    check_output_directory(directory, inputs=[scenario])
     if method == "variance":
         _variance_sensitivity(base, directory, samples, seed, workers, quiet)
         return

@@ -22,6 +22,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from simulator.errors import RunConfigurationError
 from simulator.report.figures import run_figures
 from simulator.report.rundata import RunData, load_run
 from simulator.report.statements import (
@@ -100,8 +101,22 @@ def write_report_files(directory: Path, html: str, charts: dict[str, Chart]) -> 
 
 def render_report(directory: str | Path, *, variants: bool = True) -> Path:
     """Render ``report.html`` and ``plots/`` of the run in ``directory`` (and of each of its
-    variants when ``variants``); returns the report's path."""
+    variants when ``variants``); returns the report's path. Every run is read and rendered
+    before any file is written: a variant that cannot be read leaves every report as it was."""
     run = load_run(directory)
+    runs = [run, *(load_run(child) for child in run.variant_directories().values())] if variants else [run]
+    for each in runs:
+        target = each.directory / "report.html"
+        if target.exists() and not target.is_file():
+            raise RunConfigurationError(f"{target}: exists and is not a file; refusing to replace it")
+    pages = [_page(each) for each in runs]
+    for each, (html, charts) in zip(runs, pages, strict=True):
+        write_report_files(each.directory, html, charts)
+    return run.directory / "report.html"
+
+
+def _page(run: RunData) -> tuple[str, dict[str, Chart]]:
+    """One run's report page and its charts."""
     charts = {name: Chart(caption, png_bytes(figure)) for name, (caption, figure) in run_figures(run).items()}
     tables = {
         "headline": headline_table(run.summary),
@@ -113,8 +128,9 @@ def render_report(directory: str | Path, *, variants: bool = True) -> Path:
     statements = statement_tables(run.statements, run.summary)
     findings = key_findings(run.summary)
     cash = cash_finding(run.summary)
-    if cash is not None:
-        findings.insert(len(findings) - (1 if run.summary.get("training") else 0), cash)  # before training
+    if cash is not None:  # before the training cards
+        training = next((i for i, f in enumerate(findings) if f["label"].startswith("Training")), len(findings))
+        findings.insert(training, cash)
     html = render_page(
         "report.html.j2",
         title=run.name,
@@ -129,11 +145,7 @@ def render_report(directory: str | Path, *, variants: bool = True) -> Path:
         resolved_yaml=run.resolved_yaml,
         paths=f"{run.summary.get('paths', 0):,}",
     )
-    write_report_files(run.directory, html, charts)
-    if variants:
-        for child in run.variant_directories().values():
-            render_report(child, variants=False)
-    return run.directory / "report.html"
+    return html, charts
 
 
 def _meta(run: RunData) -> str:

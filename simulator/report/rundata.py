@@ -88,19 +88,47 @@ def load_run(directory: str | Path) -> RunData:
         pnl = pd.read_parquet(directory / "pnl.parquet")
         statements = _optional(directory / "statements.parquet")
         unit = _optional(directory / "unit_economics.parquet")
-    except (OSError, ValueError) as exc:
-        raise RunConfigurationError(f"{directory}: cannot read the run ({exc})") from None
+        comparison = None
+        if (directory / "comparison.csv").is_file():
+            # Variant names are text whatever they look like ("NA", "001").
+            columns = pd.read_csv(directory / "comparison.csv", nrows=0).columns
+            comparison = pd.read_csv(directory / "comparison.csv", dtype={"variant": str}, keep_default_na=False,
+                                     na_values={column: [""] for column in columns if column != "variant"})
+        scenario = yaml.safe_load(resolved) or {}
+    except (OSError, ValueError, RecursionError, yaml.YAMLError) as exc:  # unreadable, or nested past reason
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise RunConfigurationError(f"{directory}: cannot read the run ({reason})") from None
+    _check_shape(directory, summary, bands, pnl, scenario)
     bands["metric"] = bands["metric"].astype(str)
-    comparison = None
-    if (directory / "comparison.csv").is_file():
-        # Variant names are text whatever they look like ("NA", "001").
-        columns = pd.read_csv(directory / "comparison.csv", nrows=0).columns
-        comparison = pd.read_csv(directory / "comparison.csv", dtype={"variant": str}, keep_default_na=False,
-                                 na_values={column: [""] for column in columns if column != "variant"})
-    scenario = yaml.safe_load(resolved) or {}
     if statements is None and len(pnl) and {"path", "month", "revenue_usd", "gross_margin_usd"} <= set(pnl.columns):
         statements = rolled_up(pnl)
     return RunData(directory, summary, bands, pnl, resolved, scenario, comparison, statements, unit)
+
+
+#: What the reports read of a run's files (a file of another shape is refused, not half-read).
+_SUMMARY_FIELDS = {"scenario": str, "paths": int, "start": str, "end": str, "totals": dict, "quantiles": dict}
+_BAND_COLUMNS = {"metric", "time", "mean", "p5", "p10", "p50", "p90", "p95"}
+_PNL_COLUMNS = {"path", "month"}
+
+
+def _check_shape(directory: Path, summary: Any, bands: pd.DataFrame, pnl: pd.DataFrame, scenario: Any) -> None:
+    problem = None
+    if not isinstance(summary, dict):
+        problem = f"summary.json holds a {type(summary).__name__}, not an object"
+    else:
+        wrong = [name for name, kind in _SUMMARY_FIELDS.items() if not isinstance(summary.get(name), kind)]
+        if wrong:
+            problem = f"summary.json lacks {', '.join(wrong)} or holds them in another form"
+        elif not all(isinstance(value, dict) for value in summary["quantiles"].values()):
+            problem = "summary.json's quantiles are not objects"
+    if problem is None and not set(bands.columns) >= _BAND_COLUMNS:
+        problem = f"bands.parquet lacks the columns {', '.join(sorted(_BAND_COLUMNS - set(bands.columns)))}"
+    if problem is None and not set(pnl.columns) >= _PNL_COLUMNS:
+        problem = f"pnl.parquet lacks the columns {', '.join(sorted(_PNL_COLUMNS - set(pnl.columns)))}"
+    if problem is None and not isinstance(scenario, dict):
+        problem = "scenario.resolved.yaml is not a scenario"
+    if problem:
+        raise RunConfigurationError(f"{directory}: not a run this version of Fleetcast reads ({problem})")
 
 
 def _optional(path: Path) -> pd.DataFrame | None:

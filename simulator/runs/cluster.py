@@ -7,6 +7,7 @@ is reported in one line within seconds instead of hanging the run.
 from __future__ import annotations
 
 import contextlib
+import logging
 import socket
 import threading
 from collections.abc import Iterator
@@ -40,9 +41,27 @@ def dask_executor(address: str, timeout_s: float = 10.0) -> Iterator[Any]:
         raise RunConfigurationError(f"--scheduler {address}: cannot connect ({outcome[0]})") from None
     client = outcome[0]
     try:
-        yield client
+        with _quiet_client_logs():
+            yield client
     finally:
-        client.close()
+        with _quiet_client_logs(), contextlib.suppress(Exception):  # a scheduler that is gone cannot be told
+            client.close(timeout=timeout_s)
+
+
+@contextlib.contextmanager
+def _quiet_client_logs() -> Iterator[None]:
+    """While the run uses the cluster, a lost scheduler is the run's one-line error
+    (raised by the run as a RunFailedError), not the client's tracebacks on stderr."""
+    names = [name for name in logging.root.manager.loggerDict if name.split(".")[0] in ("distributed", "asyncio")]
+    loggers = [logging.getLogger(name) for name in {"distributed", "asyncio", *names}]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 def _check_reachable(address: str, timeout_s: float) -> None:

@@ -108,10 +108,20 @@ def _collect_dask(client: Any, tasks: Mapping[Hashable, Task], work: Work) -> It
             future.release()
             del future
             yield key, result
+    except Exception as exc:
+        if client.status == "running" and type(exc).__name__ not in _CONNECTION_LOST:
+            raise
+        raise RunFailedError(f"lost the connection to the Dask scheduler at {client.scheduler.address} "
+                             f"({type(exc).__name__})") from None
     finally:  # a failed or interrupted run leaves nothing queued on the cluster
-        if pending:
-            client.cancel([future for _, future in pending.values()])
+        if pending and client.status == "running":
+            with contextlib.suppress(Exception):
+                client.cancel([future for _, future in pending.values()])
         finished.clear()
+
+
+#: What a Dask client raises once its scheduler is gone (stopped, killed, unreachable).
+_CONNECTION_LOST = {"FutureCancelledError", "CancelledError", "CommClosedError"}
 
 
 def _dask_result(future: Any) -> Any:

@@ -3,7 +3,21 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
+
+#: A scenario's CSV (a history, a growth curve, a job trace) holds at most this many bytes.
+MAX_CSV_BYTES = 100_000_000
+
+
+def read_bounded_text(path: Path, encoding: str) -> str:
+    """A file's text, read up to :data:`MAX_CSV_BYTES` and refused past it (a device or a pipe
+    such as /dev/zero has no size to check first). Lines are kept as written (``newline=""``)."""
+    with Path(path).open("rb") as handle:
+        raw = handle.read(MAX_CSV_BYTES + 1)
+    if len(raw) > MAX_CSV_BYTES:
+        raise ValueError(f"{path}: holds more than {MAX_CSV_BYTES:,} bytes; a scenario's CSV is limited to that")
+    return raw.decode(encoding)
 
 
 def read_rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, list[str]]]:
@@ -14,8 +28,7 @@ def read_rows(path: Path, columns: tuple[str, ...]) -> list[tuple[int, list[str]
             wrong header (compared case-insensitively) or a row with too few columns.
     """
     try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:  # as Excel saves it, too
-            rows = list(csv.reader(handle))
+        rows = list(csv.reader(io.StringIO(read_bounded_text(path, "utf-8-sig"))))  # as Excel saves it, too
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it ({getattr(exc, 'strerror', None) or exc})") from None
     header = ",".join(columns)

@@ -19,6 +19,7 @@ horizon. ``fleetcast fit-demand`` prints the same fit and the block it writes.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.scenario.csvrows import read_bounded_text
 from simulator.units import SECONDS_PER_MONTH
 
 # Student's t, two-sided 90% (the 95th percentile), for 1-30 degrees of freedom (standard tables).
@@ -108,10 +110,11 @@ class DemandFit:
 def read_history(path: Path) -> pd.Series:
     """Requests per second by date, from a history CSV (see module docstring)."""
     try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.reader(handle))
+        rows = list(csv.reader(io.StringIO(read_bounded_text(path, "utf-8"))))
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not UTF-8 text ({exc.reason})") from None
     if not rows:
         raise ValueError(f"{path} is empty")
     header = [name.strip().lower() for name in rows[0]]

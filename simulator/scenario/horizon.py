@@ -11,6 +11,7 @@ Inside the engine time is float seconds since ``start``; step ``k`` covers
 
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -22,6 +23,8 @@ from simulator.units import SECONDS_PER_MONTH, format_duration
 
 #: Most steps in a horizon: 10 years at 1-minute steps is 5.3 million.
 MAX_STEPS = 10_000_000
+#: Times are nanoseconds in pandas (to 2262-04-11): a horizon ends before this.
+_LAST_END = pd.Timestamp("2262-01-01")
 
 
 class Horizon(Frozen):
@@ -39,7 +42,12 @@ class Horizon(Frozen):
             raise ValueError("give exactly one of 'duration' and 'end'")
         if self.step <= 0:
             raise ValueError(f"step must be positive, got {format_duration(self.step)}")
-        length = self.length_s
+        try:
+            length = self.length_s
+        except (OverflowError, ValueError):  # past pandas' last date, 2262
+            length = math.inf
+        if length > (_LAST_END - self.start).total_seconds():
+            raise ValueError(f"the horizon must end before {_LAST_END.date()} (times are held in nanoseconds)")
         if length <= 0:
             if self.end is not None:
                 raise ValueError(f"end {self.end.date()} is not after start {self.start.date()}")

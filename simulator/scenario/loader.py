@@ -72,7 +72,7 @@ def load_scenario(
                 raise
             _forget_uncertain(data, key)
         forget_derived(data)
-        _refuse_booleans(data, ())
+        _refuse_unreadable_values(data, ())
         _refuse_duplicate_gpus(data.get("gpus"))
         expand_histories(data, base_dir)
         written: dict[str, Any] = {}
@@ -83,6 +83,8 @@ def load_scenario(
         if resolve is not None:
             scenario = resolve(scenario, base_dir)
             scenario._source_dir = str(base_dir)
+    except RecursionError:  # values nested hundreds deep (a --set of [[[[...]]]])
+        raise ScenarioError((), "values are nested too deeply", source=origin) from None
     except ScenarioError as exc:
         if exc.line is None and lines:
             exc.line = _line_of(exc.loc, lines)
@@ -144,17 +146,29 @@ def _extract_uncertain(data: dict[str, Any], written: dict[str, Any] | None = No
     return at_medians
 
 
-def _refuse_booleans(node: Any, loc: Loc) -> None:
-    """No scenario field is a yes/no; pydantic would read ``count: yes`` as 1 GPU."""
+#: Control characters a name or a text may not hold: they reach file names, spreadsheet
+#: cells (which refuse them) and terminals (where ESC starts a command). Tabs and line breaks
+#: are text.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _refuse_unreadable_values(node: Any, loc: Loc) -> None:
+    """No scenario field is a yes/no (pydantic would read ``count: yes`` as 1 GPU), and no
+    text holds a control character."""
     if isinstance(node, bool):
         raise ScenarioError(loc, f"expected a number or text, got {str(node).lower()} "
                                  "(YAML reads true/false, yes/no and on/off as booleans; quote it for text)")
+    if isinstance(node, str) and _CONTROL.search(node):
+        code = ord(_CONTROL.search(node).group())
+        raise ScenarioError(loc, f"holds a control character (code {code:#04x}); names and texts cannot")
     if isinstance(node, dict):
         for key, value in node.items():
-            _refuse_booleans(value, (*loc, key))
+            if isinstance(key, str) and _CONTROL.search(key):
+                _refuse_unreadable_values(key, (*loc, key.encode("unicode_escape").decode()))
+            _refuse_unreadable_values(value, (*loc, key))
     elif isinstance(node, list):
         for index, value in enumerate(node):
-            _refuse_booleans(value, (*loc, index))
+            _refuse_unreadable_values(value, (*loc, index))
 
 
 def _refuse_duplicate_gpus(gpus: Any) -> None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import copy
 import datetime
+import re
 from typing import Annotated, Any
 
-from pydantic import Field, PrivateAttr, field_validator, model_validator
+from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
 from simulator.scenario.correlation import Correlation
@@ -36,6 +37,20 @@ from simulator.scenario.shortfall import Shortfall
 from simulator.scenario.training import Training
 from simulator.scenario.types import Frozen
 from simulator.scenario.uncertain import Uncertain
+
+#: A variant's name is its folder under ``variants/``: a word, never a path (``../x``, ``/tmp``),
+#: nor a control character, and short enough for any file system (60 characters of up to 4 bytes).
+_VARIANT_NAME = re.compile(r"\w[\w .+,=@()-]*")
+
+
+def _variant_name(name: str) -> str:
+    if not _VARIANT_NAME.fullmatch(name):
+        raise ValueError("a variant's name is the name of its folder: letters, digits, spaces and - _ . + , = @ ( ), "
+                         f"starting with a letter or digit; got {name!r}")
+    return name
+
+
+VariantName = Annotated[str, Field(min_length=1, max_length=60), AfterValidator(_variant_name)]
 
 
 class Scenario(Frozen):
@@ -80,7 +95,7 @@ class Scenario(Frozen):
         "their partners', so the partners draw on each path what they draw without the override",
     )
     plan: PlanSettings | None = Field(default=None, description="What `fleetcast plan` may order, and its risk target")
-    variants: dict[str, dict[str, Any]] = Field(
+    variants: dict[VariantName, dict[str, Any]] = Field(
         default_factory=dict,
         description="Named alternatives: field overrides as {'fleet.pools[0].count': 512}",
     )

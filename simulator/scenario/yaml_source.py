@@ -95,6 +95,8 @@ def parse_yaml_text(text: str, source: str = "<string>") -> tuple[Any, dict[Loc,
                 raise ScenarioError((), f"not valid YAML: {exc}") from None
             loc, line, value = where
             raise ScenarioError(loc, f"{value!r} is not a valid date ({exc})", line) from None
+    except RecursionError:  # [[[[… hundreds deep, or an alias inside itself (&a [*a])
+        raise ScenarioError((), "not valid YAML: values nested too deeply (or an alias that contains itself)") from None
     finally:
         loader.dispose()
     return data, lines
