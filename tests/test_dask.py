@@ -54,8 +54,8 @@ def test_fleetcast_run_on_a_scheduler_address(cluster, tmp_path):
 
 @pytest.mark.slow
 def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged():
-    scenario = simulator.load_scenario(LAUNCH, {"horizon.duration": "120d", "horizon.step": "1min", "training.streams": []})
-    expected = simulator.simulate(scenario, paths=6, seed=4, executor="serial")
+    scenario = simulator.load_scenario(LAUNCH, {"horizon.duration": "60d", "horizon.step": "1min", "training.streams": []})
+    expected = simulator.simulate(scenario, paths=4, seed=4, executor="serial")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
                                   dashboard_address=":0", silence_logs=50) as local, distributed.Client(local) as client:
         done: list[int] = []
@@ -73,7 +73,7 @@ def test_a_worker_killed_mid_run_is_retried_and_the_result_is_unchanged():
 
         killer = threading.Thread(target=kill_a_worker_after_the_first_path, daemon=True)
         killer.start()
-        result = simulator.simulate(scenario, paths=6, seed=4, executor=client,
+        result = simulator.simulate(scenario, paths=4, seed=4, executor=client,
                                     progress=lambda finished, total: done.append(finished))
         killer.join(timeout=30)
         assert -1 in done  # a worker was killed during the run
