@@ -84,6 +84,13 @@ def test_validate_prints_the_resolved_scenario():
     assert "server_power_factor: 1.8" in result.stdout and "ok: launch" in result.stderr
 
 
+def test_validate_ends_the_scenario_before_its_verdict():
+    # Issue 19 saw "variants: {}ok: …" (the verdict glued to the last line of the YAML).
+    result = CliRunner().invoke(main, ["validate", str(LAUNCH.parent / "growth.yaml")])
+    assert result.exit_code == 0 and result.stdout.endswith("variants: {}\n")
+    assert "variants: {}\nok: growth: 17,520 steps of 1h" in result.output
+
+
 def test_same_seed_gives_identical_outputs_with_one_and_two_workers(tmp_path):
     scenario = simulator.load_scenario(LAUNCH, {"horizon.duration": "7d"})
     serial = simulator.simulate(scenario, paths=4, seed=3, executor="serial")
