@@ -51,3 +51,32 @@ def run(data: dict[str, Any], **kwargs: Any) -> simulator.Results:
     kwargs.setdefault("executor", "serial")
     kwargs.setdefault("keep_paths", None)
     return simulator.simulate(simulator.load_scenario(data), **kwargs)
+
+
+def fed_a_stream_that_never_ends(args: list[str], fifo: Any, chunk: bytes, megabytes: int) -> tuple[int, str]:
+    """Run ``python -m simulator ARGS`` reading the FIFO ``fifo``, fed ``megabytes`` of
+    ``chunk`` and then held open: a reader that does not stop at its limit waits for more,
+    so it fails the test (after two minutes) instead of exhausting the machine's memory.
+    Returns the exit code and stderr."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    os.mkfifo(fifo)
+    proc = subprocess.Popen([sys.executable, "-m", "simulator", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with open(fifo, "wb", buffering=0) as writer:  # opens once the command opens it
+        try:
+            for _ in range(megabytes * 2**20 // len(chunk)):
+                writer.write(chunk)
+        except BrokenPipeError:  # the command stopped reading and closed it
+            pass
+        try:
+            _, stderr = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            pytest.fail(f"{' '.join(args)} read on past its limit")
+    return proc.returncode, stderr

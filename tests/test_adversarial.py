@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from simulator.cli import main
+from tests.helpers import fed_a_stream_that_never_ends
 
 ROOT = Path(__file__).parents[1]
 LAUNCH = ROOT / "scenarios" / "launch.yaml"
@@ -237,25 +238,9 @@ def test_a_full_disk_is_one_line_and_leaves_the_earlier_run(tmp_path):
 
 
 def test_a_history_that_never_ends_is_refused_at_the_csv_limit(tmp_path):
-    # /dev/zero as a history grew to 24 GB. Here a stream stops after 128 MB but stays open: a
-    # reader that does not stop at the limit waits for more (and fails the test), instead of
-    # exhausting the machine's memory.
+    # /dev/zero as a history grew to 24 GB.
     fifo = tmp_path / "history.csv"
-    os.mkfifo(fifo)
-    proc = subprocess.Popen([sys.executable, "-m", "simulator", "fit-demand", str(fifo)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    chunk = b"date,rps\n" + b"2026-01-01,1\n" * 80_000
-    with open(fifo, "wb", buffering=0) as writer:
-        try:
-            for _ in range(128 * 2**20 // len(chunk)):
-                writer.write(chunk)
-        except BrokenPipeError:
-            pass
-        try:
-            _, stderr = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            pytest.fail("the command read on past the 100 MB limit")
-    assert proc.returncode == 2, stderr
+    code, stderr = fed_a_stream_that_never_ends(["fit-demand", str(fifo)], fifo,
+                                                b"date,rps\n" + b"2026-01-01,1\n" * 80_000, 128)
+    assert code == 2, stderr
     assert stderr.startswith("error: ") and stderr.count("\n") == 1 and "holds more than 100,000,000 bytes" in stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from click.testing import CliRunner
 
 from simulator.cli import main
 from simulator.scenario import yaml_source
+from tests.helpers import fed_a_stream_that_never_ends
 
 # A frozen copy of an earlier launch.yaml: the cases edit its text.
 LAUNCH = (Path(__file__).parent / "data" / "corpus_launch.yaml").read_text()
@@ -427,27 +427,10 @@ def test_a_file_with_nul_or_control_characters_exits_2_with_its_line(content, li
 
 
 def test_an_endless_stream_given_as_the_scenario_is_refused_at_the_size_limit(tmp_path):
-    # A device or a pipe has no size to check first (/dev/urandom ate all the memory). The
-    # stream here stops after 64 MB but stays open: a reader that does not stop at the limit
-    # waits for more forever.
+    # A device or a pipe has no size to check first (/dev/urandom ate all the memory).
     fifo = tmp_path / "endless.yaml"
-    os.mkfifo(fifo)
-    proc = subprocess.Popen([sys.executable, "-m", "simulator", "validate", str(fifo)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    chunk = b"# and more\n" * 100_000
-    with open(fifo, "wb", buffering=0) as writer:  # opens once the command opens it
-        try:
-            for _ in range(64 * 2**20 // len(chunk)):
-                writer.write(chunk)
-        except BrokenPipeError:  # the command stopped reading and closed it
-            pass
-        try:
-            _, stderr = proc.communicate(timeout=120)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.communicate()
-            pytest.fail("the command read on past the 5 MB limit")
-    assert proc.returncode == 2, stderr
+    code, stderr = fed_a_stream_that_never_ends(["validate", str(fifo)], fifo, b"# and more\n" * 100_000, 64)
+    assert code == 2, stderr
     assert stderr.startswith("error: ") and "more than 5,000,000 bytes" in stderr and stderr.count("\n") == 1
 
 
