@@ -140,7 +140,7 @@ def test_failed_write_leaves_the_earlier_run_untouched(tmp_path, monkeypatch):
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_interrupted_run_writes_nothing_and_keeps_the_earlier_run(tmp_path, sig):
     out = tmp_path / "run"
-    assert _run(["run", str(LAUNCH), "--out", str(out), *SHORT, "-q"]).exit_code == 0
+    assert _run(["run", str(LAUNCH), "--out", str(out), *SHORT, "-q", "--no-report"]).exit_code == 0
     before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
     proc = subprocess.Popen(
         [sys.executable, "-m", "simulator", "run", str(LAUNCH), "--out", str(out),
