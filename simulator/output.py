@@ -65,6 +65,11 @@ def _commit() -> Iterator[None]:
         _CommitState.committing = False
 
 
+#: Beside ``scenario``, one of these is in every summary.json Fleetcast writes (a run or plan,
+#: a sweep, a one-at-a-time or a variance sensitivity).
+_SUMMARY_KEYS = {"paths", "points", "inputs", "method"}
+
+
 def is_fleetcast_output(directory: Path) -> bool:
     """Whether ``directory``'s ``summary.json`` is one Fleetcast wrote: a JSON object naming
     its scenario (a run, a sweep, a sensitivity, a plan) or its comparison."""
@@ -72,7 +77,8 @@ def is_fleetcast_output(directory: Path) -> bool:
         summary = json.loads((Path(directory) / RUN_MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError):
         return False
-    return isinstance(summary, dict) and ("scenario" in summary or "comparison" in summary)
+    return isinstance(summary, dict) and ("comparison" in summary or "scenario" in summary and bool(
+        _SUMMARY_KEYS & set(summary)))
 
 
 def check_output_directory(directory: Path, inputs: Iterable[Path] = ()) -> None:

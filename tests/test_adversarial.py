@@ -244,3 +244,57 @@ def test_a_history_that_never_ends_is_refused_at_the_csv_limit(tmp_path):
                                                 b"date,rps\n" + b"2026-01-01,1\n" * 80_000, 128)
     assert code == 2, stderr
     assert stderr.startswith("error: ") and stderr.count("\n") == 1 and "holds more than 100,000,000 bytes" in stderr
+
+
+def test_a_sweep_value_nested_past_reason_is_refused(tmp_path):
+    deep = "[" * 600 + "]" * 600
+    _refused(CliRunner().invoke(main, ["sweep", str(LAUNCH), "--param", f"description={deep}", "--out",
+                                       str(tmp_path / "s")]), "nested too deeply")
+    assert not (tmp_path / "s").exists()
+
+
+def test_a_plan_order_past_any_fleet_is_refused_before_the_search(tmp_path):
+    # A MAX of 10**400 ran the whole search, then overflowed writing the workbook (exit 1).
+    _refused(CliRunner().invoke(main, ["plan", str(LAUNCH), "--order", f"h100-owned:8:{10**400}", "--out",
+                                       str(tmp_path / "p")]), "MAX <= 10,000,000")
+
+
+def test_a_variant_named_base_is_refused(tmp_path):
+    # It replaced the run without variants: the top-level files held the variant's figures.
+    scenario = _launch_with(tmp_path, "  buy-more-early:", "  base:")
+    _refused(CliRunner().invoke(main, ["validate", str(scenario)]), "variants.base", "'base' names the run")
+
+
+def test_a_step_longer_than_the_horizon_is_refused(tmp_path):
+    # validate said "0 steps of 100000000 days" and run exited 1 (an integer overflow).
+    for command in ("validate", "run"):
+        _refused(CliRunner().invoke(main, [command, str(LAUNCH), "--set", "horizon.duration=30d", "--set",
+                                           "horizon.step=100000000d"]), "horizon", "longer than the horizon")
+
+
+def test_a_summary_json_that_only_names_a_scenario_is_not_taken_for_a_run(tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "summary.json").write_text('{"scenario": "mine"}')
+    (folder / "notes.txt").write_text("keep")
+    before = _files(folder)
+    _refused(CliRunner().invoke(main, ["run", str(LAUNCH), "--out", str(folder), *QUICK]), "not a Fleetcast run")
+    assert _files(folder) == before
+
+
+def test_a_report_that_cannot_be_written_leaves_no_new_charts(run_dir, tmp_path):
+    # On a full disk, report left a new plots/ beside no report.html and said nothing was written.
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy)
+    before = _files(copy)
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, 100_000))
+
+    done = subprocess.run([sys.executable, "-m", "simulator", "report", str(copy)], capture_output=True, text=True,
+                          timeout=300, preexec_fn=small_files)
+    assert done.returncode == 2 and done.stderr.startswith("error: cannot write"), done.stderr
+    assert _files(copy) == before and sorted(p.name for p in copy.iterdir()) == sorted(
+        p.name for p in run_dir.iterdir())

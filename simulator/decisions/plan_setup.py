@@ -21,6 +21,9 @@ from simulator.scenario.plan import OrderCandidate, PlanSettings, check_plan_ord
 from simulator.serving.resolve import load_scenario
 from simulator.units import Seconds, format_duration, format_timestamp
 
+#: The most GPUs one --order may add (more than any fleet; past it, money overflows a float).
+MAX_ORDER_GPUS = 10_000_000
+
 _PERIOD_CODES = {"month": "M", "quarter": "Q"}
 
 
@@ -77,8 +80,8 @@ def plan_settings(scenario: Scenario, orders: tuple[str, ...] = (), **given: Any
                 step_n, most_n = int(step), int(most)
             except ValueError:
                 raise ScenarioError((), f"--order expects POOL:STEP:MAX, e.g. h100:64:512, got {text!r}") from None
-            if step_n < 1 or most_n < step_n:
-                raise ScenarioError((), f"--order {text!r}: need 1 <= STEP <= MAX")
+            if step_n < 1 or most_n < step_n or most_n > MAX_ORDER_GPUS:
+                raise ScenarioError((), f"--order {text!r}: need 1 <= STEP <= MAX <= {MAX_ORDER_GPUS:,}")
             earlier = known.get(pool)
             parsed.append({"pool": pool, "step": step_n, "max": most_n,
                            "lead_time": format_duration(earlier.lead_time) if earlier else None,

@@ -38,6 +38,8 @@ def parse_parameters(specs: Sequence[str]) -> dict[str, list[Any]]:
         except (yaml.YAMLError, ValueError) as exc:
             raise ScenarioError((), f"--param {key.strip()}: cannot read the values {text!r} "
                                 f"({str(exc).splitlines()[0]})") from None
+        except RecursionError:
+            raise ScenarioError((), f"--param {key.strip()}: values nested too deeply") from None
     return out
 
 

@@ -81,18 +81,20 @@ def write_report_files(directory: Path, html: str, charts: dict[str, Chart]) -> 
     directory = Path(directory)
     staging = Path(tempfile.mkdtemp(prefix=".report-", dir=directory))
     plots, new, old = directory / "plots", staging / "plots", staging / "plots.old"
+    replaced = False  # report.html is the new one: plots/ must be too
     try:
         new.mkdir()
         for name, chart in charts.items():
             (new / f"{name}.png").write_bytes(chart.png)
         (staging / "report.html").write_text(html, encoding="utf-8")
         os.replace(staging / "report.html", directory / "report.html")
+        replaced = True
         if plots.exists():
             os.rename(plots, old)
         os.rename(new, plots)
     finally:
-        if not plots.exists():
-            for candidate in (new, old):
+        if not plots.exists():  # never new charts beside the old report (a write that failed)
+            for candidate in ((new, old) if replaced else (old,)):
                 if candidate.exists():
                     os.rename(candidate, plots)
                     break

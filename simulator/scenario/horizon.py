@@ -53,6 +53,9 @@ class Horizon(Frozen):
                 raise ValueError(f"end {self.end.date()} is not after start {self.start.date()}")
             raise ValueError(f"duration must be positive, got {format_duration(length)}")
         steps = length / self.step
+        if round(steps) < 1:
+            raise ValueError(f"the step ({format_duration(self.step)}) is longer than the horizon "
+                             f"({format_duration(length)})")
         if steps > MAX_STEPS:
             raise ValueError(
                 f"{steps:,.0f} steps of {format_duration(self.step)} are more than the {MAX_STEPS:,} "

@@ -44,6 +44,8 @@ _VARIANT_NAME = re.compile(r"\w[\w .+,=@()-]*")
 
 
 def _variant_name(name: str) -> str:
+    if name.lower() == "base":
+        raise ValueError("'base' names the run without variants; give the variant another name")
     if not _VARIANT_NAME.fullmatch(name):
         raise ValueError("a variant's name is the name of its folder: letters, digits, spaces and - _ . + , = @ ( ), "
                          f"starting with a letter or digit; got {name!r}")
