@@ -31,16 +31,13 @@ from simulator.path.fleet.autoscaler import autoscaler
 from simulator.path.fleet.outages import OutageChannels
 from simulator.path.fleet.procurement import dated_order, delivery_delay, procurement_policy
 from simulator.path.kernels import (
-    CH_DOWN,
-    CH_OUTAGES,
-    CH_POOL,
-    CH_REPAIRS,
     MODEL_SERVED,
     N_MODEL_COLS,
     N_POOL_COLS,
     integrate_interval,
     step_scratch,
 )
+from simulator.path.outage_kernel import CH_DOWN, CH_OUTAGES, CH_POOL, CH_REPAIRS
 from simulator.path.streams import (
     STREAM_DEMAND,
     STREAM_FAILURES,

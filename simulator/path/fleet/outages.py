@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from simulator.path.kernels import (
+from simulator.path.outage_kernel import (
     CH_BASIS,
     CH_BLAST,
     CH_EXPO,

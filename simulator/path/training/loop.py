@@ -27,9 +27,8 @@ import math
 import numpy as np
 from numba import njit
 
+from simulator.path.jit_options import NO_REFCOUNT, REFCOUNT
 from simulator.path.kernels import (
-    NO_REFCOUNT,
-    REFCOUNT,
     integrate_interval,
     open_to_inference,
     place_replicas,
