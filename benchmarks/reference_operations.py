@@ -1,13 +1,13 @@
-"""The reference loop's operations: replica placement, the autoscaler, and training jobs.
+"""The reference loop's operations: the autoscaler, and training jobs.
 
 Part of the slow reference (:mod:`reference_loop`, whose docstring states the model); kept in
 its own file so that each stays readable. Plain Python, one step at a time, no numpy; it never
 imports ``simulator.path``. The loop owns the pools (``installed``, ``available``,
 ``training``, ``preempt``) and calls in here:
 
-* :func:`place` places one step's replicas (used by the tick, by the autoscaler's sizing and by
-  the training scheduler's inference need);
-* :class:`Autoscaler` takes one pool's scaling decisions, from the loop's decision phase;
+* :class:`Autoscaler` takes one pool's scaling decisions, from the loop's decision phase; both
+  it and the training scheduler size from the replicas *needed*
+  (:func:`reference_serving.place`), whatever the serving policy;
 * :class:`Training` runs the explicit jobs of every pool, from the loop's training phase.
 
 Times here are exact: instants are :class:`fractions.Fraction` seconds, training times are
@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from reference_serving import REPLICA_SLACK, inference_on, open_to_inference, place
 
 from simulator.demand import expected_counts
 
-REPLICA_SLACK = 1e-12
 UNBOUNDED = 1 << 60  # free GPUs of the pool an autoscaler sizes
 
 
@@ -34,53 +34,12 @@ def effect_step(seconds: float | Fraction, step_s: float) -> int:
     return max(0, math.ceil(Fraction(seconds) / Fraction(step_s)))
 
 
-def replicas_for(requests: float, per_replica: float) -> int:
-    """Whole replicas that serve ``requests`` (a demand within 1e-12 of a whole number of
-    replicas' capacity needs no extra one)."""
-    return math.ceil(requests / per_replica * (1.0 - REPLICA_SLACK)) if requests > 0 else 0
-
-
-def open_to_inference(pools: list[Any]) -> list[int]:
-    """GPUs per pool inference may use now: available less what jobs hold, except in ``preempt``
-    pools, where inference comes first and the jobs' GPUs are open to it."""
-    return [max(pool.available - (0 if pool.preempt else pool.training), 0) for pool in pools]
-
-
-def place(models: list[dict], requests: list[float], free: list[int]) -> list[list[tuple[int, int, float]]]:
-    """Place one step's replicas; ``free`` (GPUs per pool open to inference) is used up.
-
-    Models in listed order; each needs ``replicas_for(d, c)`` replicas and takes, on its pools in
-    order of preference, ``min(still needed, free // gpus_per_replica)``. Replicas are filled in
-    turn (all full but the last), so a pool's load is ``min(d, after·c) − min(d, before·c)``.
-    Returns, per model, ``(pool, replicas, requests they serve)`` for every pool it got some on.
-    """
-    placements = []
-    for m, model in enumerate(models):
-        d, c, gpus = requests[m], model["per_replica"], model["gpus"]
-        needed = replicas_for(d, c)
-        placed = 0
-        here = []
-        for p in model["prefs"]:
-            if placed >= needed:
-                break
-            take = min(needed - placed, free[p] // gpus)
-            if take <= 0:
-                continue
-            load = min(d, (placed + take) * c) - min(d, placed * c)
-            placed += take
-            free[p] -= take * gpus
-            here.append((p, take, load))
-        placements.append(here)
-    return placements
-
-
-def inference_on(pools: list[Any], models: list[dict], requests: list[float]) -> list[int]:
-    """GPUs per pool inference places for ``requests`` with the fleet as it is now."""
-    gpus = [0] * len(pools)
-    for m, here in enumerate(place(models, requests, open_to_inference(pools))):
-        for p, replicas, _load in here:
-            gpus[p] += replicas * models[m]["gpus"]
-    return gpus
+def step_and_fraction(seconds: float | Fraction, step_s: float) -> tuple[int, Fraction]:
+    """The step an instant falls in and how far into it, exactly: ``t = (k + f)·step`` with
+    ``0 ≤ f < 1`` (an instant before the start is at the start: ``(0, 0)``)."""
+    ratio = max(Fraction(seconds) / Fraction(step_s), Fraction(0))
+    k = math.floor(ratio)
+    return k, ratio - k
 
 
 # -- autoscaling ---------------------------------------------------------------------------
@@ -188,21 +147,19 @@ class Autoscaler:
             more = desired - installed - self.pending
             self.last_action = t
             if self.delay == 0:
-                loop.install(self.p, more, float(t))
+                loop.install(self.p, more, t)
             else:
                 self.pending += more
                 arrival = t + self.delay
-                if effect_step(arrival, loop.step_s) < loop.n_steps:
-                    loop.env.process(self.arrive(arrival, more))
+                loop.schedule_change(arrival, lambda: self.arrive(arrival, more))
         elif keep < installed and self.pending == 0:
             self.last_action = t
             loop.retire(self.p, installed - keep)
 
-    def arrive(self, arrival: Fraction, count: int):
-        """GPUs asked earlier come into service (at the start of the step they take effect)."""
-        yield self.loop.sleep_until_effect(float(arrival))
+    def arrive(self, arrival: Fraction, count: int) -> None:
+        """GPUs asked earlier come into service: a fleet change at ``arrival``."""
         self.pending -= count
-        self.loop.install(self.p, count, float(arrival))
+        self.loop.install(self.p, count, arrival)
 
 
 def schedule_per_step(schedule: list[int], start: Any, step_s: float, n_steps: int) -> list[int]:

@@ -53,7 +53,8 @@ def test_a_variant_name_that_is_a_path_is_refused_and_nothing_is_written_anywher
     scenario = _launch_with(tmp_path, "  buy-more-early:", f"  {json.dumps(name)}:")
     out = tmp_path / "deep" / "er" / "out"
     result = CliRunner().invoke(main, ["run", str(scenario), "--out", str(out), *QUICK])
-    _refused(result, "variants.", "(line 68)")
+    line = LAUNCH.read_text().splitlines().index("  buy-more-early:") + 1  # the variant's line in launch.yaml
+    _refused(result, "variants.", f"(line {line})")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.yaml"]
 
 

@@ -110,6 +110,25 @@ def test_a_job_preempted_every_other_hour_agrees_and_its_void_events_do_not_over
     assert reference[0][0][5] > 30
 
 
+@pytest.mark.parametrize("policy", ["fifo", "easy_backfill"])
+def test_caps_on_preemptions_and_bursting_first_agree(policy):
+    # The world above with the streams' jobs capped at one preemption a day (the horizon
+    # starting at 06:30, so calendar days fall inside steps' hours), "next" bursting to the
+    # on-demand pool before preempting, and deliveries and repairs inside steps.
+    data = _world(policy)
+    data["horizon"]["start"] = "2026-01-01T06:30"
+    for stream in data["training"]["streams"]:
+        stream["max_preemptions_per_day"] = 1
+    data["models"][2]["preempt_after"] = "rented"
+    data["fleet"]["pools"][0]["changes"] = [{"at": "4d 5h 20min", "add": 8}, {"at": "6d 7h 45min", "out_of_service": 4,
+                                             "repair": {"dist": "uniform", "low": "10min", "high": "3h"}}]
+    plan = compile_scenario(simulator.load_scenario(data))
+    preempted = 0
+    for path in range(2):
+        preempted += sum(job[5] for job in _both_loops(plan, 11, path)[0])
+    assert preempted > 3
+
+
 def test_without_a_preempt_pool_jobs_see_the_failures_up_to_their_step():
     # No pool gives way to inference here, but the pools fail: both loops integrate the steps
     # up to each event, so a job's start sees the GPUs down by then.

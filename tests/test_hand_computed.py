@@ -50,11 +50,27 @@ def test_gpus_added_on_a_date_appear_exactly_at_that_step():
     assert (ts2["gpus_installed"] == ts["gpus_installed"]).all()
 
 
-def test_a_change_inside_a_step_takes_effect_from_the_next_step():
+def test_a_change_inside_a_step_serves_the_part_of_the_step_after_it():
+    # 2 GPUs added at 1h30: step 1 (1h-2h) has 8 GPUs for its first half and 10 for its
+    # second, so its mean is 9; from step 2 on, 10.
     data = base_scenario()
     data["fleet"]["pools"][0]["changes"] = [{"at": "90min", "add": 2}]
     installed = run(data).timeseries["gpus_installed"].to_numpy()
-    assert installed[:2].tolist() == [8, 8] and (installed[2:] == 10).all()
+    assert installed[:3].tolist() == [8, 9, 10] and (installed[2:] == 10).all()
+
+
+def test_two_changes_inside_one_step_each_serve_their_share_of_it():
+    # 16 req/s against 8 GPUs of 1 req/s; +4 GPUs at 1h15, +4 more at 1h45. Step 1 serves
+    # 8 req/s for 15 min, 12 for 30 min and 16 for 15 min: 3600 * (8/4 + 12/2 + 16/4) = 43,200
+    # requests of 57,600; its mean GPUs installed are 8/4 + 12/2 + 16/4 = 12.
+    data = base_scenario()
+    data["models"][0]["demand"]["base_rps"] = 16.0
+    data["fleet"]["pools"][0]["changes"] = [{"at": "75min", "add": 4}, {"at": "105min", "add": 4}]
+    ts = run(data).timeseries
+    assert ts["gpus_installed"].iloc[1] == pytest.approx(12.0, rel=1e-12)
+    assert ts["served_requests"].iloc[1] == pytest.approx(43_200.0, rel=1e-12)
+    assert ts["unserved_requests"].iloc[1] == pytest.approx(57_600.0 - 43_200.0, rel=1e-12)
+    assert ts["served_requests"].iloc[0] == pytest.approx(8 * 3600.0) and ts["served_requests"].iloc[2] == 57_600.0
 
 
 def test_owned_gpus_depreciate_straight_line_to_the_cent():
@@ -173,6 +189,8 @@ def test_replicas_overflow_to_the_next_pool_in_order_of_preference():
                                     "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 1}})
     data["models"][0].update(pools=["a", "b"], gpus_per_replica=4, capacity_rps=2.0)
     data["models"][0]["demand"]["base_rps"] = 5.0  # needs ceil(5/2) = 3 replicas
+    for pool in data["fleet"]["pools"]:
+        pool["serving_policy"] = "needed"
     result = run(data)
     pools = result.pools.groupby("pool", observed=True)[["gpus_inference", "gpus_idle", "gpus_busy"]].mean()
     assert pools.loc["a", "gpus_inference"] == 8 and pools.loc["b", "gpus_inference"] == 4
@@ -181,6 +199,13 @@ def test_replicas_overflow_to_the_next_pool_in_order_of_preference():
     assert pools.loc["a", "gpus_busy"] == pytest.approx(8.0)
     assert pools.loc["b", "gpus_busy"] == pytest.approx(2.0)
     assert (result.timeseries["unserved_requests"] == 0).all()
+    # With every replica up (the default), b's 4 spare GPUs hold a fourth replica and the
+    # router spreads 5 req/s over 8 req/s of capacity: 0.625 each, 0.625 * 2 * 4 = 5 GPUs busy per pool.
+    for pool in data["fleet"]["pools"]:
+        pool["serving_policy"] = "all"
+    spread = run(data).pools.groupby("pool", observed=True)[["gpus_inference", "gpus_serving", "gpus_busy"]].mean()
+    assert spread.loc["b", "gpus_inference"] == 4 and spread.loc["b", "gpus_serving"] == 8
+    assert spread.loc["a", "gpus_busy"] == pytest.approx(5.0) and spread.loc["b", "gpus_busy"] == pytest.approx(5.0)
 
 
 def test_models_listed_first_are_served_first_when_capacity_is_short():

@@ -146,19 +146,19 @@ def _daily_peak(policy: dict) -> dict:
 
 def test_a_predictive_autoscaler_with_a_30_minute_delay_meets_the_daily_peak():
     # Demand 10 req/s x (1 + 0.6 cos) peaking at 15:00; hourly steps; GPUs asked at t are in
-    # service from the first step starting at t + 30 min, so at the next step. A decision at
-    # step k holds for steps k and k + 1: wanted_k = max(need_k, need_k+1), need = 4 GPUs per
-    # ceil(requests / 9,000) (target utilization 1, margin 0). Rises land one step later,
-    # releases at once: installed_k = min(wanted_k-1, wanted_k) (wanted_-1 = the 24 it starts
-    # with), which is at least need_k: no step is short.
+    # service from t + 30 min, the middle of the step. A decision at step k holds for steps k
+    # and k + 1: wanted_k = max(need_k, need_k+1), need = 4 GPUs per ceil(requests / 9,000)
+    # (target utilization 1, margin 0). Rises land half a step later, releases at once: step
+    # k has min(wanted_k-1, wanted_k) for its first half and wanted_k for its second
+    # (wanted_-1 = the 24 it starts with); both are at least need_k: no step is short.
     result = run(_daily_peak({"policy": "predictive", "target_utilization": 1.0, "margin": 0.0}))
     ts = result.timeseries
     need = np.ceil(ts["demand_requests"].to_numpy() / 9000 * (1 - 1e-12)) * 4
     wanted = np.maximum(need, np.append(need[1:], need[-1]))
-    installed = np.minimum(np.concatenate([[24], wanted[:-1]]), wanted)
+    installed = 0.5 * np.minimum(np.concatenate([[24], wanted[:-1]]), wanted) + 0.5 * wanted
     np.testing.assert_array_equal(ts["gpus_installed"].to_numpy(), installed)
     assert (ts["unserved_requests"] == 0).all()
-    # The reactive policy, deciding on each step's own demand, is a step late on every rise.
+    # The reactive policy, deciding on each step's own demand, is half a step late on every rise.
     reactive = run(_daily_peak({"policy": "reactive", "target_utilization": 1.0})).timeseries
     rising = np.diff(need, prepend=need[0]) > 0
     assert (reactive["unserved_requests"].to_numpy()[rising] > 0).all() and rising.sum() >= 6
@@ -167,11 +167,12 @@ def test_a_predictive_autoscaler_with_a_30_minute_delay_meets_the_daily_peak():
 def test_a_scheduled_autoscaler_has_each_hours_gpus_in_service_on_time():
     # 8 GPUs from 00:00 to 08:00, 40 from 08:00 to 20:00, 16 after; 30 min delay on hourly
     # steps: the decision at step k holds max(schedule_k, schedule_k+1), so the 40 GPUs for
-    # 08:00 are asked at 07:00 and in service at 08:00, and they are released at 20:00.
+    # 08:00 are asked at 07:00 and in service at 07:30 (07:00-08:00 has 8 for its first half
+    # and 40 for its second: 24 on average), and they are released at 20:00.
     schedule = [8] * 8 + [40] * 12 + [16] * 4
     data = _burst({"policy": "scheduled", "schedule": schedule}, count=8, delay="30min")
     installed = run(data).timeseries["gpus_installed"].to_numpy()
-    day = [8] * 8 + [40] * 12 + [16] * 4
+    day = [8] * 7 + [24] + [40] * 12 + [16] * 4
     assert installed.tolist() == day + day
 
 

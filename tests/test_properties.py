@@ -165,6 +165,13 @@ def test_kernel_equals_its_python_function(data, draws):
     n_models = len(plan.model_names)
     api_mode = rng.integers(0, 3, n_models)
     api_limit = np.where(rng.random(n_models) < 0.5, np.inf, rng.uniform(0, 5000, n_models))
+    # Serving policies and bursting before preempting, drawn per (model, slot): a model walks
+    # its pools twice when its first slot is marked.
+    shape = plan.preferences.shape
+    spread = rng.integers(0, 3, shape)
+    headroom = rng.uniform(0.05, 0.9, shape)
+    burst = np.where(rng.random(shape[0])[:, None] < 0.5, rng.integers(1, 3, shape), 0)
+    burst[:, 0] = np.where(burst[:, 0] > 0, 1, 0)
     k1 = plan.n_steps
     k0 = draws.draw(st.integers(0, k1))
 
@@ -174,11 +181,11 @@ def test_kernel_equals_its_python_function(data, draws):
         other_out = np.zeros(plan.n_steps)
         reached = fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
            plan.revenue_per_request, plan.fixed_revenue, api_mode, api_limit, plan.api_cost_per_request + 1e-4,
-           plan.slo_load, plan.slo_attainment, installed, installed - available - out_of_service, out_of_service,
+           burst, plan.slo_load, plan.slo_attainment, spread, headroom, installed, installed - available - out_of_service, out_of_service,
            is_spot, blocked, training, training_floor, preempt, stop_from,
            serves_model, depreciation, plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw,
            plan.usd_per_kwh, plan.other_usd_s, *outage_state(), pool_out, model_out, other_out,
-           kernels.step_scratch(n_pools, len(plan.model_names), plan.preferences.shape[1]))
+           kernels.step_scratch(n_pools, len(plan.model_names), plan.preferences.shape[1]), 0)
         return pool_out, model_out, other_out, np.array([reached])
 
     for jitted, python in zip(call(kernels.integrate_interval), call(kernels.integrate_interval.py_func), strict=True):

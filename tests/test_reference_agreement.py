@@ -3,9 +3,12 @@
 The reference is written from the step model's specification, independently of
 ``simulator.path.kernels`` and ``simulator.path.fleet``; both are fed the same demand draws, and every
 per-step array the engine writes must equal the reference's to rtol 1e-9 / atol 1e-6. That
-covers inference on owned, on-demand and reserved pools, autoscaled on-demand pools (all
-three policies) and training jobs in ``preempt`` and ``leftover`` pools (each job's start,
-end, preemptions and checkpointed work too).
+covers inference on owned, on-demand and reserved pools (the serving policy's GPUs serving,
+replicas up and requests within the SLO too), fleet changes inside steps (each step mixes the
+fleets it saw by time), autoscaled on-demand pools (all three policies) and training jobs in
+``preempt`` and ``leftover`` pools (each job's start, end, preemptions and checkpointed work
+too). Serving policies and changes inside steps have their own cases in
+tests/test_reference_serving_policy.py.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from reference_loop import SECONDS_PER_MONTH, reference_run  # noqa: E402
 from reference_operations import schedule_per_step  # noqa: E402
 
 import simulator  # noqa: E402
+from simulator.path import kernels as K  # noqa: E402
 from simulator.path.compiled import compile_scenario  # noqa: E402
 from simulator.path.engine import draw_demand, run_path  # noqa: E402
-from simulator.path.kernels import POOL_OUT_OF_SERVICE  # noqa: E402
 
 LAUNCH = ROOT / "scenarios" / "launch.yaml"
 # 240 days from 2026-03-01 include the 2026-09-01 delivery (day 184); at 35% a month the
@@ -44,7 +47,8 @@ LAUNCH_SHORT = {
 # Two models sharing an owned and an on-demand pool in opposite orders of preference, and an
 # idle owned pool no model lists (all R&D). The
 # owned GPUs' life is 0.05 y = 438.3 h: the initial cohort's depreciation ends at 438.3 h
-# (step 439) and the 125.5 h purchase's at 563.8 h (step 564), both inside the 720 h horizon.
+# (inside step 438) and the 125.5 h purchase's at 563.8 h (inside step 563), both inside the
+# 720 h horizon. Every pool serves with all its replicas up (the default serving policy).
 SHARED: dict = {
     "name": "shared",
     "horizon": {"start": "2026-01-01", "duration": "30d", "step": "1h"},
@@ -56,7 +60,7 @@ SHARED: dict = {
                 "acquisition": {"type": "owned", "price_usd": 30000, "depreciation_years": 0.05},
                 "count": 16,
                 "changes": [
-                    {"at": "125.5h", "add": 8},  # mid-step: takes effect at step 126
+                    {"at": "125.5h", "add": 8},  # mid-step: serves the second half of step 125
                     {"at": "REMOVE_AT", "remove": 4},
                     {"at": "30d", "add": 64},  # at the horizon end: never happens
                 ],
@@ -118,9 +122,33 @@ def engine_and_reference(scenario, seed: int):
     return result, reference_run(scenario, draw_demand(plan, seed, 0))
 
 
+#: The serving policy's arrays, compared on top of bench_engine's ``COMPARED``: GPUs in replicas
+#: up per pool, replicas up per model, and requests within the SLO per model.
+ALSO_COMPARED = {
+    "pool_serving": ("pool", K.POOL_SERVING),
+    "model_replicas_up": ("model", K.MODEL_REPLICAS_UP),
+    "model_slo_met": ("model", K.MODEL_SLO_MET),
+}
+
+
+def compare_serving(ref, result) -> list[str]:
+    """One line per serving-policy array where the engine and the reference differ."""
+    problems = []
+    for key, (kind, column) in ALSO_COMPARED.items():
+        ours, theirs = ref[key], (result.pool_out if kind == "pool" else result.model_out)[:, :, column]
+        if theirs.shape != ours.shape:
+            problems.append(f"{key}: shape {theirs.shape} (engine) vs {ours.shape} (reference)")
+        elif (bad := ~np.isclose(theirs, ours, rtol=RTOL, atol=ATOL)).any():
+            where = np.argwhere(bad)
+            first = tuple(int(i) for i in where[0])
+            problems.append(f"{key}: {len(where)} of {bad.size} values differ; first at {first}: "
+                            f"engine {theirs[first]!r} vs reference {ours[first]!r}")
+    return problems
+
+
 def assert_agree(ref, result) -> None:
     __tracebackhide__ = True
-    problems = compare(ref, result) + compare_jobs(ref, result)
+    problems = compare(ref, result) + compare_serving(ref, result) + compare_jobs(ref, result)
     assert not problems, "engine disagrees with the reference:\n" + "\n".join(problems)
 
 
@@ -179,6 +207,8 @@ def test_shared_pools_agree(remove_at: str):
     assert ref["pool_inference"][:, 1].max() > 0
     depreciation = ref["pool_depreciation"][:, 0]
     assert depreciation[-1] == 0 and depreciation[438] > depreciation[439] > 0
+    # The initial cohort's life ends 0.3 into step 438: it depreciates for that part of it.
+    assert depreciation[438] == pytest.approx(0.3 * depreciation[437] + 0.7 * depreciation[439], rel=1e-9)
     # R&D: every dollar of the training-only pool, nothing of the two serving pools.
     assert (ref["pool_rnd"][:, 2] == ref["pool_cost"][:, 2]).all() and ref["pool_rnd"][:, 2].min() > 0
     assert (ref["pool_rnd"][:, :2] == 0).all()
@@ -191,27 +221,27 @@ def test_reference_by_hand():
     data["fleet"]["pools"][0]["changes"] = [{"at": "2.5h", "add": 4}, {"at": "4h", "remove": 8}]
     data["fleet"]["pools"][1]["changes"] = []
     data["horizon"]["duration"] = "6h"
+    for pool in data["fleet"]["pools"]:  # only the replicas needed are up: no spread here
+        pool["serving_policy"] = "needed"
     for model in data["models"]:
-        model["demand"] = {
-            "base_rps": 0.01,
-            "noise": "none",
-            "input_tokens": 1000,
-            "output_tokens": 250,
-        }
+        model["demand"] = {"base_rps": 0.01, "noise": "none", "input_tokens": 1000, "output_tokens": 250}
     scenario = simulator.load_scenario(data)
     demand = np.array([[30000.0, 20000.0]] * 6)  # c = 21600 (chat) and 9000 (embed) per step
     ref = reference_run(scenario, demand)
     # chat needs 2 replicas (8 GPUs), embed 3 (6 GPUs): embed takes 3 x 2 of the 8 cloud GPUs.
     assert ref["model_replicas"].tolist() == [[2, 3]] * 6
-    assert ref["pool_installed"][:, 0].tolist() == [16, 16, 16, 20, 12, 12]
+    assert ref["model_replicas_up"].tolist() == [[2, 3]] * 6
+    assert ref["pool_serving"][0].tolist() == ref["pool_inference"][0].tolist() == [8, 6, 0]
+    # The 4 GPUs added at 2.5 h serve the second half of step 2: 16 for half of it, 20 for the
+    # other half, 18 on average; the removal at 4 h is at a step start.
+    assert ref["pool_installed"][:, 0].tolist() == [16, 16, 18, 20, 12, 12]
     assert ref["pool_inference"][0].tolist() == [8, 6, 0]  # the lab pool serves nothing
     assert ref["pool_busy"][0] == pytest.approx([8 * 30000 / 43200, 2 * 20000 / 9000, 0.0])
     life_s = 0.05 * 365.25 * 86400
-    # Removing 8 at 4 h retires 8 of the 16 initial GPUs (oldest first); 8 + 4 remain.
-    expected = [16, 16, 16, 20, 12, 12]
-    assert ref["pool_depreciation"][:, 0] == pytest.approx(
-        [n * 30000 / life_s * 3600 for n in expected]
-    )
+    # Removing 8 at 4 h retires 8 of the 16 initial GPUs (oldest first); 8 + 4 remain. The 4
+    # bought at 2.5 h depreciate from then: half of step 2.
+    expected = [16, 16, 18, 20, 12, 12]
+    assert ref["pool_depreciation"][:, 0] == pytest.approx([n * 30000 / life_s * 3600 for n in expected])
     assert ref["pool_cloud"][:, 1] == pytest.approx([8 * 2.5] * 6)
     kw = 0.7 * 1.8 * 1.3
     busy = 8 * 30000 / 43200
@@ -240,11 +270,15 @@ def test_gpus_out_of_service_agree():
     scenario = simulator.load_scenario(data)
     result, ref = engine_and_reference(scenario, seed=11)
     own = ref["pool_installed"][:, 0] - ref["pool_available"][:, 0]
-    assert (own[:51] == 0).all() and (own[51:300] == 6).all() and (own[300:] == 0).all()
-    assert (ref["pool_installed"][:, 2] - ref["pool_available"][:, 2])[48:].tolist() == [3] * (720 - 48)
+    # 50.5 h is half-way through step 50: 6 out for half of it.
+    assert (own[:50] == 0).all() and own[50] == 3 and (own[51:300] == 6).all() and (own[300:] == 0).all()
+    # (Steps a change falls inside mix the fleets by time, in floats: to within rounding.)
+    lab = ref["pool_installed"][:, 2] - ref["pool_available"][:, 2]
+    assert lab[:48] == pytest.approx([0] * 48, abs=1e-12) and lab[48:] == pytest.approx([3] * (720 - 48), rel=1e-12)
     assert (ref["model_shortfall_gpus"][51:300] > 0).any()
     assert_agree(ref, result)
-    assert (result.pool_out[:, :, POOL_OUT_OF_SERVICE] == ref["pool_installed"] - ref["pool_available"]).all()
+    np.testing.assert_allclose(result.pool_out[:, :, K.POOL_OUT_OF_SERVICE],
+                               ref["pool_installed"] - ref["pool_available"], rtol=1e-12, atol=1e-12)
 
 
 # -- autoscaling ---------------------------------------------------------------------------
@@ -262,7 +296,7 @@ def burst_pool(autoscale: dict, **acquisition) -> dict:
 
 
 # 30-minute steps and decisions: the reactive default cooldown (1 h) blocks every other one; a
-# 40 min delay puts GPUs asked at step k in service from step k + 2; releases only down to
+# 40 min delay puts GPUs asked at step k in service a third into step k + 1; releases only down to
 # the most wanted over 3 h; 4-GPU nodes, at most 26 GPUs (6 nodes: 24). Two models share an
 # owned first choice that the autoscaled pool backs up.
 REACTIVE: dict = {
@@ -326,10 +360,16 @@ def test_autoscale_reactive_agrees():
     result, ref = engine_and_reference(scenario, seed=3)
     burst = ref["pool_installed"][:, 1]
     decisions = ref["autoscale_decisions"]["burst"]
-    # The first decision (t = 0) asks for 8 GPUs: in service at 40 min, so from step 2.
-    assert decisions[0][3] == 8 and burst[:3].tolist() == [0, 0, 8]
-    # Whole nodes, up to the 24 of max_count 26, and back down at night.
-    assert set(np.unique(burst) % 4) == {0} and burst.max() == 24
+    # The first decision (t = 0) asks for 8 GPUs: in service at 40 min, a third into step 1
+    # (30-60 min), which so has 8 GPUs for two thirds of it: 16/3 on average; 8 from step 2.
+    assert decisions[0][3] == 8 and burst[:3] == pytest.approx([0, 16 / 3, 8], rel=1e-12)
+    # Whole nodes, up to the 24 of max_count 26, and back down at night. Every arrival is a
+    # third into a step, so a step holds a GPUs for a third of it and b for the rest, both
+    # whole nodes: 3 × its mean (a + 2b) is a multiple of 4.
+    assert {d[3] % 4 for d in decisions} == {0} and burst.max() == 24
+    thrice = 3 * burst
+    assert np.allclose(thrice, np.rint(thrice), atol=1e-9) and set(np.rint(thrice).astype(int) % 4) == {0}
+    assert (np.abs(burst - np.rint(burst)) > 0.1).any()  # some steps are mixed
     assert (np.diff(burst) < 0).any() and (np.diff(burst) > 0).any()
     assert (ref["pool_inference"][:, 1] > 0).any() and (ref["pool_inference"][:, 0] == 8).any()
     assert (ref["model_shortfall_gpus"][:2] > 0).any() and (ref["model_shortfall_gpus"][2:] > 0).any()

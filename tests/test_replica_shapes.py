@@ -25,11 +25,12 @@ from tests.helpers import base_scenario, run
 HOUR = 3600.0
 
 
-def mixed_fleet(base_rps: float) -> dict:
-    """H100, H200 and B200 pools of 8 GPUs; one model with a typed shape on each."""
+def mixed_fleet(base_rps: float, policy="needed") -> dict:
+    """H100, H200 and B200 pools of 8 GPUs; one model with a typed shape on each. Only the
+    replicas needed are up (``policy``), so each placed replica runs full but the last."""
     data = base_scenario()
     data["fleet"]["pools"] = [
-        {"name": name, "gpu": gpu, "count": 8, "acquisition": {"type": "owned", "price_usd": 0}}
+        {"name": name, "gpu": gpu, "count": 8, "acquisition": {"type": "owned", "price_usd": 0}, "serving_policy": policy}
         for name, gpu in (("h100", "H100"), ("h200", "H200"), ("b200", "B200"))
     ]
     data["models"][0].update(pools=["h100", "h200", "b200"], gpus_per_replica=4, capacity_rps=2.0, replicas={
@@ -53,6 +54,19 @@ def test_each_pool_places_replicas_of_its_own_shape():
     models = result.models
     assert (models["replicas"] == 5).all() and (models["unserved_requests"] == 0).all()
     assert (models["shortfall_gpus"] == 0).all()
+
+
+def test_with_every_replica_up_the_load_spreads_over_each_pools_shape():
+    # 13 req/s needs h100 2 (4 GPUs, 2 req/s each) + h200 3 (2 GPUs, 3 req/s): 2 GPUs of h200 and
+    # all 8 of b200 are spare: one more h200 replica and one b200 replica (8 GPUs, 10 req/s).
+    # Up: 2 + 4 + 1 = 7 replicas, 4 + 12 + 10 = 26 req/s of capacity: each at 13/26 = 0.5.
+    # Busy: h100 0.5 x 2 x 4 = 4, h200 0.5 x 4 x 2 = 4, b200 0.5 x 1 x 8 = 4 GPU-equivalents.
+    result = run(mixed_fleet(13.0, policy="all"))
+    pools = result.pools.groupby("pool", observed=True)[["gpus_inference", "gpus_serving", "gpus_busy"]].mean()
+    assert pools["gpus_serving"].to_dict() == {"h100": 8, "h200": 8, "b200": 8}
+    assert pools["gpus_inference"].to_dict() == {"h100": 8, "h200": 6, "b200": 0}
+    assert pools["gpus_busy"].to_numpy() == pytest.approx([4.0, 4.0, 4.0])
+    assert (result.models["replicas_up"] == 7).all() and (result.models["replicas"] == 5).all()
 
 
 def test_a_shortfall_is_counted_in_the_first_choice_pool_shape():

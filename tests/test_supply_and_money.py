@@ -129,11 +129,15 @@ def test_the_autoscaler_follows_a_demand_step_with_its_delay_and_cooldown():
 
 
 def test_owned_gpus_retire_at_end_of_life():
-    # retire_years 0.01 = 87.66 h: the GPUs leave from step 88.
+    # retire_years 0.01 = 87.66 h: the GPUs serve 0.66 of step 87 (8 x 0.66 = 5.26 on average,
+    # shown as 5) and are gone from step 88: the 4 req/s of demand are served for 87.66 h.
     data = base_scenario(horizon={"start": "2026-01-01", "duration": "5d", "step": "1h"})
     data["fleet"]["pools"][0]["acquisition"] = {"type": "owned", "price_usd": 100, "retire_years": 0.01}
-    installed = run(data).timeseries["gpus_installed"].to_numpy()
-    assert (installed[:88] == 8).all() and (installed[88:] == 0).all()
+    ts = run(data).timeseries
+    installed = ts["gpus_installed"].to_numpy()
+    assert (installed[:87] == 8).all() and installed[87] == 5 and (installed[88:] == 0).all()
+    retire_s = 0.01 * 365.25 * 86400
+    assert ts["served_requests"].sum() == pytest.approx(4.0 * retire_s, rel=1e-12)
 
 
 def test_api_overflow_takes_what_self_hosting_cannot_within_its_rate_limit():

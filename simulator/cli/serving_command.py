@@ -40,7 +40,11 @@ from simulator.cli.app import console, main
 @click.option("--num-requests", type=click.IntRange(min=1, max=10_000_000), help="Requests (without --trace).")
 @click.option("--rate", type=click.FloatRange(min=0, min_open=True), help="Poisson arrival rate, req/s (default: all at time 0).")
 @click.option("--replicas", type=click.IntRange(min=1, max=10_000), default=1, show_default=True, help="Replicas behind a router.")
-@click.option("--router", type=click.Choice(["least_outstanding", "round_robin"]), default="least_outstanding", show_default=True)
+@click.option("--router", "--routing", "router", default="least_outstanding", show_default=True,
+              type=click.Choice(["least_outstanding", "least_loaded", "round_robin", "prefix_affinity"]),
+              help="How --replicas share the requests: fewest outstanding (least_loaded is its other name), "
+              "round robin, or prefix_affinity (a prefix's requests to its home replica while its load is "
+              "within 1.25x the mean; --batching vllm).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batched_tokens, prefix_caching,
@@ -62,6 +66,8 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batch
                  if value is not None]
     if batching != "vllm" and vllm_only:
         raise click.UsageError(f"{' and '.join(vllm_only)} apply to --batching vllm")
+    if batching != "vllm" and router == "prefix_affinity":
+        raise click.UsageError("--routing prefix_affinity applies to --batching vllm (the prefix cache's batching)")
     report = serving_report(
         llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch, chunk=chunk,
         trace=trace, rate_scale=rate_scale, input_len=input_len, output_len=output_len,

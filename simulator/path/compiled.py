@@ -15,6 +15,7 @@ import numpy as np
 
 from simulator.demand import expected_counts, expected_level_counts
 from simulator.path.hourly import hourly_per_step
+from simulator.path.placement import BURST_FIRST, BURST_LATER
 from simulator.path.streams import stream_key
 from simulator.path.training.plan import training_jobs, training_streams
 from simulator.scenario import Scenario, ScenarioError
@@ -28,6 +29,7 @@ from simulator.scenario.fleet import (
     Spot,
     StartingCohort,
 )
+from simulator.scenario.serving_policy import spread_code
 from simulator.scenario.training import LaunchAfter
 from simulator.units import SECONDS_PER_MONTH, SECONDS_PER_YEAR
 
@@ -120,8 +122,11 @@ class CompiledScenario:
     api_mode: np.ndarray  # int64, API_*
     api_limit_per_step: np.ndarray
     api_cost_per_request: np.ndarray
+    burst: np.ndarray  # int64 (n_models, max pools): BURST_* of a model that preempts training last, else 0
     slo_load: np.ndarray  # (n_models, max pools, points): per-replica load grid of the SLO curve
     slo_attainment: np.ndarray  # (n_models, max pools, points): share of requests within the SLO
+    spread: np.ndarray  # int64 (n_models, max pools): the serving policy's SPREAD_* code
+    headroom: np.ndarray  # (n_models, max pools): the headroom of a SPREAD_HEADROOM policy
     expected_demand: np.ndarray  # (n_steps, n_models) expected requests per step
     noise: tuple[str, ...]
     tokens_per_request: np.ndarray  # input + output tokens, per model
@@ -141,6 +146,7 @@ class CompiledScenario:
     # Scalars.
     usd_per_kwh: float
     other_usd_s: float
+    day_offset_s: float = 0.0  # the horizon's start, in seconds after its UTC midnight (calendar days)
 
     def step_at_or_after(self, seconds: float) -> int:
         """The first step that starts at or after ``seconds``: where an event then takes effect."""
@@ -207,6 +213,11 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         for j, shape in enumerate(row):
             capacity[m, j] = float(shape.capacity_rps or 0.0) * horizon.step_s
             gpus_per_replica[m, j] = shape.gpus_per_replica
+    spread = np.zeros((len(models), width), dtype=np.int64)
+    headroom = np.zeros((len(models), width), dtype=np.float64)
+    for m, model in enumerate(models):
+        for j, name in enumerate(model.pools):
+            spread[m, j], headroom[m, j] = spread_code(shapes[m][j].serving_policy or pools[index[name]].serving_policy)
     slo_load, slo_attainment = _slo_tables([[shape.slo_curve for shape in row] for row in shapes], width)
     api_mode = np.array([_api_mode(model) for model in models], dtype=np.int64)
     api_limit = np.array(
@@ -246,8 +257,11 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         api_mode=api_mode,
         api_limit_per_step=api_limit,
         api_cost_per_request=np.array([model.api_cost_per_request for model in models], dtype=np.float64),
+        burst=_burst_codes(scenario, width),
         slo_load=slo_load,
         slo_attainment=slo_attainment,
+        spread=spread,
+        headroom=headroom,
         expected_demand=demand,
         noise=tuple(model.demand.noise for model in models),
         tokens_per_request=np.array(
@@ -275,6 +289,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         horizon=horizon,
         usd_per_kwh=energy.usd_per_kwh,
         other_usd_s=scenario.other_costs.usd_per_month / SECONDS_PER_MONTH,
+        day_offset_s=float((horizon.start - horizon.start.normalize()).total_seconds()),
     )
 
 
@@ -337,6 +352,23 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
         procurement=pool.procurement,
         site_kw_per_gpu=scenario.site_kw_per_gpu(pool.gpu) if pool.owned else 0.0,
     )
+
+
+def _burst_codes(scenario: Scenario, width: int) -> np.ndarray:
+    """Per (model, slot), the walks of a model that preempts training last (``preempt_after``):
+    its first walk takes its ``preempt`` pools (on GPUs no job holds), the pools it names (or
+    every rented pool, for ``rented``) and the pools it prefers to its first ``preempt`` pool."""
+    pools = {pool.name: pool for pool in scenario.fleet.pools}
+    codes = np.zeros((len(scenario.models), width), dtype=np.int64)
+    for m, model in enumerate(scenario.models):
+        preempting = [j for j, name in enumerate(model.pools) if pools[name].training.mode == "preempt"]
+        if model.preempt_after is None or not preempting:
+            continue
+        for j, name in enumerate(model.pools):
+            named = (not pools[name].owned if model.preempt_after == "rented" else name in model.preempt_after)
+            first = j in preempting or named or j < preempting[0]
+            codes[m, j] = BURST_FIRST if first else BURST_LATER
+    return codes
 
 
 def _api_mode(model) -> int:

@@ -4,8 +4,10 @@ The engine only wires components onto one clock and runs it. Events (deliveries,
 retirements, failures and repairs, spot preemptions, autoscaling, power caps, reserved
 terms, end of depreciation) are SimPy processes that change the :class:`FleetState`;
 before each change the :class:`StepClock` integrates, in one numba call, every step from the
-previous change up to this event with the fleet as it was. An event at time ``t`` takes
-effect from the first step that starts at or after ``t``.
+previous change up to this event with the fleet as it was. A fleet change at time ``t``
+inside a step serves the part of the step after ``t`` (the step's figures mix the fleets by
+time, :mod:`simulator.path.intra_step`); training's events take effect from the first step
+that starts at or after them.
 
 Where training runs in a ``preempt`` pool, inference comes first in every step, judged on
 that step's drawn demand: the clock then integrates ahead to the next event before SimPy
@@ -30,6 +32,7 @@ from simulator.path.fleet import FleetState
 from simulator.path.fleet.autoscaler import autoscaler
 from simulator.path.fleet.outages import OutageChannels
 from simulator.path.fleet.procurement import dated_order, delivery_delay, procurement_policy
+from simulator.path.intra_step import IntraStepMixer
 from simulator.path.kernels import (
     MODEL_SERVED,
     N_MODEL_COLS,
@@ -48,7 +51,7 @@ from simulator.path.streams import (
     path_generator,
 )
 from simulator.path.training.driver import CompiledTraining
-from simulator.path.training.loop import SEQ_BITS
+from simulator.path.training.loop_layout import SEQ_BITS
 from simulator.path.training.runtime import start_training
 
 
@@ -121,7 +124,7 @@ class StepClock:
         if end <= self.next_step or self.fleet is None or self._stop_pending:
             return
         self.outages.prepare(self.next_step, end, self.fleet.installed)
-        reached = integrate_interval(self.next_step, end, *self.kernel_args(self.stop_from), self.scratch)
+        reached = integrate_interval(self.next_step, end, *self.kernel_args(self.stop_from), self.scratch, 0)
         self.kernel_calls += 1
         self.next_step = reached
         if reached < end:
@@ -142,8 +145,11 @@ class StepClock:
             plan.api_mode,
             plan.api_limit_per_step,
             plan.api_cost_per_request,
+            plan.burst,
             plan.slo_load,
             plan.slo_attainment,
+            plan.spread,
+            plan.headroom,
             fleet.installed,
             fleet.failed,
             fleet.out_of_service,
@@ -317,7 +323,8 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
     env = simpy.Environment()
     outages = _outage_channels(plan, seed, path)
     clock = StepClock(env, plan, draw_demand(plan, seed, path), outages)
-    fleet = FleetState(env, plan, clock.advance)
+    mixer = IntraStepMixer(clock)
+    fleet = FleetState(env, plan, clock.advance, lambda: mixer.after_change(env.now))
     fleet.outage_down = outages.ints[:, CH_DOWN]
     fleet.outage_pool = outages.ints[:, CH_POOL]
     clock.fleet = fleet

@@ -14,6 +14,7 @@ Column layouts of the output arrays are named by the ``POOL_*`` and ``MODEL_*`` 
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import numpy as np
@@ -21,6 +22,13 @@ from numba import njit
 
 from simulator.path.jit_options import NO_REFCOUNT
 from simulator.path.outage_kernel import advance_outages
+from simulator.path.placement import (
+    API_ALL,
+    API_NONE,
+    REPLICA_SLACK,
+    place_replicas,
+    spread_replicas,
+)
 
 # Per (step, pool) columns.
 
@@ -42,7 +50,8 @@ POOL_RND_CLOUD = 13
 POOL_RND_ENERGY = 14
 POOL_RND_FACILITY = 15
 POOL_OUT_OF_SERVICE = 16  # installed GPUs taken out of service (RMA): paid for, not available
-N_POOL_COLS = 17
+POOL_SERVING = 17  # GPUs in replicas that are up: those needed and those the serving policy spreads the load over
+N_POOL_COLS = 18
 
 # Per (step, model) columns.
 MODEL_DEMAND = 0
@@ -56,15 +65,8 @@ MODEL_API_REQUESTS = 7  # requests served by the external API
 MODEL_API_COST = 8
 MODEL_GPUS = 9  # GPUs its replicas hold
 MODEL_COGS = 10  # COGS attributed to it: its share of its pools' and of other costs, and its API spend
-N_MODEL_COLS = 11
-
-API_NONE, API_OVERFLOW, API_ALL = 0, 1, 2
-
-
-# Demand within this relative margin of a whole number of replicas' capacity needs no extra
-# replica (so that 3 replicas' worth computed as 3.0000000000000004 asks for 3, not 4).
-_REPLICA_SLACK = 1e-12
-
+MODEL_REPLICAS_UP = 11  # replicas up, the load spread over them (≥ MODEL_REPLICAS, the replicas needed)
+N_MODEL_COLS = 12
 
 @njit(cache=True, **NO_REFCOUNT)
 def _interpolate(xs, ys, x):
@@ -81,112 +83,6 @@ def _interpolate(xs, ys, x):
     return ys[j - 1] + w * (ys[j] - ys[j - 1])
 
 
-@njit(cache=True, inline="always")
-def place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, free, inference, taken, load,
-                   unplaced):
-    """Place the replicas of every model for the requests ``demand[k]`` on its pools; fill the arrays.
-
-    Models are served in their listed order, each on its pools in order of preference, each
-    pool's replicas of that pool's shape, until its demand is covered or no pool has room.
-    ``free`` (GPUs per pool open to inference) and ``inference`` (GPUs per pool placed) are
-    updated; ``taken[m, j]`` gets the replicas of model ``m`` on its ``j``-th pool and
-    ``load[m, j]`` the requests they serve (all full but, when the demand is covered, the last);
-    ``unplaced[m]`` is the demand no replica took (0 when covered; all of it for an API-only
-    model, which places none). The replica slack is relative to the whole demand, as if the
-    replicas were counted at once.
-    """
-    n_models, n_prefs = taken.shape
-    for m in range(n_models):
-        total = demand[k, m]
-        slack = total * _REPLICA_SLACK
-        remaining = total if api_mode[m] != API_ALL else 0.0
-        for j in range(n_prefs):
-            taken[m, j] = 0
-            load[m, j] = 0.0
-        for j in range(n_prefs):
-            p = preferences[m, j]
-            if p < 0 or remaining <= 0.0:
-                continue
-            per_replica = capacity_per_step[m, j]
-            gpus = gpus_per_replica[m, j]
-            needed = int(math.ceil((remaining - slack) / per_replica))
-            if needed <= 0:  # what is left is below the slack: covered
-                remaining = 0.0
-                break
-            take = min(needed, free[p] // gpus)
-            if take <= 0:
-                continue
-            taken[m, j] = take
-            free[p] -= take * gpus
-            inference[p] += take * gpus
-            served_here = remaining if take >= needed else take * per_replica
-            load[m, j] = served_here
-            remaining = 0.0 if take >= needed else remaining - served_here
-        unplaced[m] = remaining if api_mode[m] != API_ALL else total
-
-
-@njit(cache=True, inline="always")
-def open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free):
-    """GPUs per pool inference may use: available, less a dedicated partition or the GPUs jobs
-    hold, except in ``preempt`` pools, where inference comes first and jobs' GPUs are open to it."""
-    for p in range(installed.shape[0]):
-        available = installed[p] - failed[p] - out_of_service[p]
-        held = training_floor[p] if preempt[p] else max(training[p], training_floor[p])
-        free[p] = max(available - held, 0)
-
-
-@njit(cache=True)
-def _placement(requests, row, unbounded, capacity_per_step, gpus_per_replica, preferences, api_mode, installed, failed,
-               out_of_service, training, training_floor, preempt):
-    """Place ``requests[row]`` with the fleet as it is now (pool ``unbounded``, if ≥ 0, without
-    limit); return the GPUs placed per pool and the replicas and load per (model, slot)."""
-    free = np.empty(installed.shape[0], dtype=np.int64)
-    inference = np.zeros(installed.shape[0], dtype=np.int64)
-    taken = np.zeros(preferences.shape, dtype=np.int64)
-    load = np.zeros(preferences.shape, dtype=np.float64)
-    unplaced = np.zeros(preferences.shape[0], dtype=np.float64)
-    open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
-    if unbounded >= 0:
-        free[unbounded] = 1 << 50
-    place_replicas(requests, row, capacity_per_step, gpus_per_replica, preferences, api_mode, free, inference,
-                   taken, load, unplaced)
-    return inference, taken, load
-
-
-@njit(cache=True)
-def inference_gpus(requests, capacity_per_step, gpus_per_replica, preferences, api_mode, installed, failed,
-                   out_of_service, training, training_floor, preempt):
-    """GPUs per pool inference places for one step's ``requests`` with the fleet as it is now.
-
-    What training may start on (``available − held − this``) and what a ``preempt`` pool's
-    jobs must yield (``this − (available − held)``, when positive) are read from it.
-    """
-    inference, _, _ = _placement(requests.reshape(1, -1), 0, -1, capacity_per_step, gpus_per_replica, preferences,
-                                 api_mode, installed, failed, out_of_service, training, training_floor, preempt)
-    return inference
-
-
-@njit(cache=True)
-def most_gpus_wanted_on(pool, requests, target_utilization, capacity_per_step, gpus_per_replica, preferences,
-                        api_mode, installed, failed, out_of_service, training, training_floor, preempt):
-    """The most GPUs ``pool`` should hold for any row of ``requests`` (steps × models): for
-    each, place every model as the fleet stands but with ``pool`` unbounded, then size each
-    model's replicas there for the load they take at ``target_utilization`` (whole replicas,
-    in this pool's shape for the model)."""
-    most = 0
-    for row in range(requests.shape[0]):
-        _, taken, load = _placement(requests, row, pool, capacity_per_step, gpus_per_replica, preferences, api_mode,
-                                    installed, failed, out_of_service, training, training_floor, preempt)
-        wanted = 0
-        for m in range(preferences.shape[0]):
-            for j in range(preferences.shape[1]):
-                if preferences[m, j] == pool and taken[m, j] > 0:
-                    per_replica = capacity_per_step[m, j] * target_utilization
-                    replicas = max(int(math.ceil(load[m, j] / per_replica * (1.0 - _REPLICA_SLACK))), 1)
-                    wanted += replicas * gpus_per_replica[m, j]
-        most = max(most, wanted)
-    return most
-
 
 @njit(cache=True)
 def step_scratch(n_pools, n_models, n_prefs):
@@ -195,7 +91,9 @@ def step_scratch(n_pools, n_models, n_prefs):
     return (np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64),
             np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.float64),
             np.zeros((n_models, n_prefs), dtype=np.int64), np.zeros((n_models, n_prefs), dtype=np.float64),
-            np.zeros(n_models, dtype=np.float64), np.zeros(n_pools, dtype=np.float64))
+            np.zeros(n_models, dtype=np.float64), np.zeros(n_pools, dtype=np.float64),
+            np.zeros((n_models, n_prefs), dtype=np.int64), np.zeros(n_pools, dtype=np.int64),
+            np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.float64), np.zeros(n_pools, dtype=np.int64))
 
 
 @njit(cache=True, **NO_REFCOUNT)
@@ -212,8 +110,11 @@ def integrate_interval(
     api_mode,
     api_limit_per_step,
     api_cost_per_request,
+    burst,
     slo_load,
     slo_attainment,
+    spread,
+    headroom,
     installed,
     failed,
     out_of_service,
@@ -241,6 +142,7 @@ def integrate_interval(
     model_out,
     other_out,
     scratch,
+    step_offset,
 ):
     """Integrate steps ``k0 <= k < k1`` with the fleet held fixed; return the step it stopped
     before (``k1`` when it integrated them all).
@@ -257,9 +159,12 @@ def integrate_interval(
         fixed_revenue: USD per step independent of service (subscriptions), (n_steps, n_models).
         api_mode, api_limit_per_step, api_cost_per_request: the external API tier per model
             (API_NONE, API_OVERFLOW: unserved demand goes to it, API_ALL: all demand does).
+        burst: per (model, preference slot), ``BURST_*`` for a model that preempts training last.
         slo_load, slo_attainment: per (model, preference slot), the share of requests served
             within the SLO at each per-replica load (served / capacity of the placed replicas),
             increasing load.
+        spread, headroom: per (model, preference slot), the serving policy (``SPREAD_*``) and its
+            headroom: which replicas are up, the load spread over them (:func:`spread_replicas`).
         installed, training: GPUs per pool.
         failed: GPUs per pool down now (failures, preemptions); advanced here step by step.
         out_of_service: GPUs per pool taken out of service (still installed: depreciation,
@@ -284,15 +189,18 @@ def integrate_interval(
         scratch: the working arrays (:func:`step_scratch`, made once for any number of calls):
             the kernel allocates nothing and counts no references, so that callers that
             integrate many short intervals (the training loop) pay nothing per call.
+        step_offset: the arrays' row ``k`` is step ``k + step_offset`` of the horizon (0 but
+            for a single step integrated into one-row buffers, :mod:`simulator.path.intra_step`).
     """
     n_models = demand.shape[1]
     n_pools = installed.shape[0]
     n_prefs = preferences.shape[1]
     hours = step_s / 3600.0
-    free, available, billed, inference, train, busy, taken, load, unplaced, pool_cogs = scratch
+    free, available, billed, inference, train, busy, taken, load, unplaced, pool_cogs, up, spare, spare_all, weight, \
+        serving = scratch
     for k in range(k0, k1):
-        advance_outages(k * step_s, installed, failed, out_of_service, outage_ints, outage_floats, heap_time, heap_count,
-                        outage_expo, outage_repair)
+        advance_outages((k + step_offset) * step_s, installed, failed, out_of_service, outage_ints, outage_floats,
+                        heap_time, heap_count, outage_expo, outage_repair)
         for p in range(n_pools):
             available[p] = installed[p] - failed[p] - out_of_service[p]
             billed[p] = available[p] if is_spot[p] else installed[p]
@@ -300,25 +208,38 @@ def integrate_interval(
             # The rule of open_to_inference, written out: calling it here cost 20% of the kernel.
             held = training_floor[p] if preempt[p] else max(training[p], training_floor[p])
             free[p] = max(available[p] - held, 0)
-        place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, free, inference, taken,
-                       load, unplaced)
+        place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, training,
+                       training_floor, preempt, free, inference, taken, load, unplaced)
         for p in range(n_pools):
             # Jobs keep what inference left them; in a preempt pool that may be less than they hold.
             train[p] = max(min(training[p], available[p] - inference[p]), 0)
             if preempt[p] and k >= stop_from and train[p] < min(training[p], available[p]):
                 return k
             busy[p] = float(train[p])
+            serving[p] = 0
+        spread_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, spread, headroom, taken,
+                        load, available, train, training_floor, inference, up, spare, spare_all, weight)
         for m in range(n_models):
             requests = demand[k, m]
-            slack = requests * _REPLICA_SLACK
+            slack = requests * REPLICA_SLACK
             placed = 0
-            capacity_placed = 0.0
+            replicas_up = 0
+            capacity_up = 0.0
             for j in range(n_prefs):
-                if taken[m, j] > 0:
+                if up[m, j] > 0:
                     placed += taken[m, j]
-                    capacity_placed += taken[m, j] * capacity_per_step[m, j]
-                    busy[preferences[m, j]] += load[m, j] / capacity_per_step[m, j] * gpus_per_replica[m, j]
+                    replicas_up += up[m, j]
+                    capacity_up += up[m, j] * capacity_per_step[m, j]
+                    serving[preferences[m, j]] += up[m, j] * gpus_per_replica[m, j]
             self_served = requests - unplaced[m]
+            # The router spreads the load in proportion to capacity: every replica up runs at the
+            # same share of its capacity, judged against its own pool's SLO curve.
+            replica_load = self_served / capacity_up if replicas_up > 0 else 0.0
+            for j in range(n_prefs):
+                if replicas_up > placed:  # spread: each pool busy with its replicas' share of the load
+                    busy[preferences[m, j]] += replica_load * up[m, j] * gpus_per_replica[m, j]
+                elif taken[m, j] > 0:  # only the replicas needed: full, but the last
+                    busy[preferences[m, j]] += load[m, j] / capacity_per_step[m, j] * gpus_per_replica[m, j]
             left = requests - self_served
             api = 0.0
             if api_mode[m] != API_NONE and left > 0.0:
@@ -330,23 +251,21 @@ def integrate_interval(
                 # Missing replicas are counted in the shape of the model's first-choice pool.
                 first = capacity_per_step[m, 0]
                 if api > 0.0:  # the GPUs missing for what the API could not take either
-                    missing = math.ceil(unserved / first * (1.0 - _REPLICA_SLACK))
+                    missing = math.ceil(unserved / first * (1.0 - REPLICA_SLACK))
                 else:
                     missing = math.ceil((unserved - slack) / first)
                 short = int(missing) * gpus_per_replica[m, 0]
-            # The router spreads the load in proportion to capacity: every placed replica runs at
-            # the same share of its capacity, judged against its own pool's SLO curve.
-            replica_load = self_served / capacity_placed if placed > 0 else 0.0
             within = 0.0
-            if placed > 0:
+            if replicas_up > 0:
                 for j in range(n_prefs):
-                    if taken[m, j] > 0:
-                        share = taken[m, j] * capacity_per_step[m, j] / capacity_placed
+                    if up[m, j] > 0:
+                        share = up[m, j] * capacity_per_step[m, j] / capacity_up
                         within += share * _interpolate(slo_load[m, j], slo_attainment[m, j], replica_load)
             model_out[k, m, MODEL_DEMAND] = requests
             model_out[k, m, MODEL_SERVED] = served
             model_out[k, m, MODEL_UNSERVED] = unserved
             model_out[k, m, MODEL_REPLICAS] = placed
+            model_out[k, m, MODEL_REPLICAS_UP] = replicas_up
             model_out[k, m, MODEL_SHORTFALL_GPUS] = short
             model_out[k, m, MODEL_SLO_MET] = self_served * within + api
             model_out[k, m, MODEL_REVENUE] = served * revenue_per_request[k, m] + fixed_revenue[k, m]
@@ -386,6 +305,7 @@ def integrate_interval(
             pool_out[k, p, POOL_ENERGY_KWH] = kwh
             pool_out[k, p, POOL_POWER_BLOCKED] = power_blocked[p]
             pool_out[k, p, POOL_OUT_OF_SERVICE] = out_of_service[p]
+            pool_out[k, p, POOL_SERVING] = serving[p]
             pool_cogs[p] = (depreciation + cloud + energy + facility - pool_out[k, p, POOL_RND_DEPRECIATION]
                             - pool_out[k, p, POOL_RND_CLOUD] - pool_out[k, p, POOL_RND_ENERGY]
                             - pool_out[k, p, POOL_RND_FACILITY])
@@ -410,3 +330,7 @@ def integrate_interval(
             model_out[k, m, MODEL_GPUS] = gpus_held
             model_out[k, m, MODEL_COGS] = cogs
     return k1
+
+
+#: Where ``stop_from`` stands among :func:`integrate_interval`'s arguments after ``k0, k1``.
+KERNEL_STOP_FROM = list(inspect.signature(integrate_interval.py_func).parameters).index("stop_from") - 2

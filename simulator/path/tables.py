@@ -39,6 +39,7 @@ _POOL_COLUMNS = {
     "gpus_inference": K.POOL_INFERENCE,
     "gpus_training": K.POOL_TRAINING,
     "gpus_idle": K.POOL_IDLE,
+    "gpus_serving": K.POOL_SERVING,
     "gpus_busy": K.POOL_BUSY,
     "gpus_power_blocked": K.POOL_POWER_BLOCKED,
     "gpus_out_of_service": K.POOL_OUT_OF_SERVICE,
@@ -54,6 +55,7 @@ _MODEL_COLUMNS = {
     "served_requests": K.MODEL_SERVED,
     "unserved_requests": K.MODEL_UNSERVED,
     "replicas": K.MODEL_REPLICAS,
+    "replicas_up": K.MODEL_REPLICAS_UP,
     "shortfall_gpus": K.MODEL_SHORTFALL_GPUS,
     "slo_met_requests": K.MODEL_SLO_MET,
     "revenue_usd": K.MODEL_REVENUE,
@@ -64,7 +66,8 @@ _MODEL_COLUMNS = {
 }
 _INTEGER_COLUMNS = (
     "gpus_installed", "gpus_available", "gpus_inference", "gpus_training", "gpus_idle", "gpus_failed",
-    "gpus_out_of_service", "gpus_power_blocked", "replicas", "shortfall_gpus", "gpus_held",
+    "gpus_out_of_service", "gpus_power_blocked", "replicas", "shortfall_gpus", "gpus_held", "gpus_serving",
+    "replicas_up",
 )
 _TIERS = {"on_demand": KIND_ON_DEMAND, "reserved": KIND_RESERVED, "spot": KIND_SPOT}
 
@@ -76,9 +79,16 @@ def _ratio(numerator: np.ndarray, denominator: np.ndarray, empty: float) -> np.n
 
 
 def _cast(table: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """GPU and replica counts as whole numbers. A step a fleet change falls inside holds their
+    time-weighted means (:mod:`simulator.path.intra_step`): each is rounded, and the idle and
+    failed GPUs are what the rounded counts leave, so that the counts still add up."""
     for name in _INTEGER_COLUMNS:
         if name in table:
             table[name] = np.rint(table[name]).astype(np.int64)
+    if "gpus_idle" in table:
+        table["gpus_idle"] = table["gpus_available"] - table["gpus_training"] - table["gpus_inference"]
+    if "gpus_failed" in table:
+        table["gpus_failed"] = table["gpus_installed"] - table["gpus_available"] - table["gpus_out_of_service"]
     return table
 
 
@@ -145,6 +155,8 @@ def timeseries_columns(results: Sequence[PathResult], times: pd.DatetimeIndex, p
     table["subscribers"] = np.concatenate([r.subscribers.sum(axis=1) for r in results])
     table["energy_kwh"] = pool[:, K.POOL_ENERGY_KWH]
     table["replicas"] = model[:, K.MODEL_REPLICAS]
+    table["replicas_up"] = model[:, K.MODEL_REPLICAS_UP]
+    table["gpus_serving"] = pool[:, K.POOL_SERVING]
     return _cast(table)
 
 
@@ -193,7 +205,7 @@ def jobs_frame(parts: Sequence[dict[str, np.ndarray]], start: pd.Timestamp) -> p
     """The jobs table of paths' :func:`job_columns`."""
     parts = [part for part in parts if len(part["job"])]
     columns = ["path", "job", "pool", "submit_s", "start_s", "end_s", "gpus", "priority", "wait_s",
-               "preemptions", "interruptions", "work_s", "done_s", "held_gpu_s"]
+               "preemptions", "interruptions", "work_s", "done_s", "held_gpu_s", "usd_per_day_late"]
     if parts:
         frame = pd.DataFrame({name: np.concatenate([part[name] for part in parts]) for name in columns})
     else:
@@ -202,8 +214,14 @@ def jobs_frame(parts: Sequence[dict[str, np.ndarray]], start: pd.Timestamp) -> p
         frame[f"{name}_time"] = start + pd.to_timedelta(frame.pop(f"{name}_s").astype(float), unit="s")
     frame["useful_gpu_hours"] = frame["done_s"] * frame["gpus"] / 3600.0
     frame["held_gpu_hours"] = frame.pop("held_gpu_s") / 3600.0
+    # What delays cost: GPU time held but not saved as work (lost segments, restarts, checkpoint
+    # writes), days past submission + work for a finished job, and their price where given.
+    frame["lost_gpu_hours"] = frame["held_gpu_hours"] - frame["useful_gpu_hours"]
+    frame["days_late"] = (frame["end_time"] - frame["submit_time"]).dt.total_seconds().sub(frame["work_s"]) / 86_400.0
+    frame["delay_cost_usd"] = frame["days_late"] * frame.pop("usd_per_day_late")
     ordered = ["path", "job", "pool", "submit_time", "start_time", "end_time", "gpus", "wait_s", "preemptions",
-               "interruptions", "priority", "work_s", "done_s", "useful_gpu_hours", "held_gpu_hours"]
+               "interruptions", "priority", "work_s", "done_s", "useful_gpu_hours", "held_gpu_hours",
+               "lost_gpu_hours", "days_late", "delay_cost_usd"]
     return frame[ordered]
 
 
@@ -240,4 +258,11 @@ def job_columns(path: int, jobs, plan: CompiledScenario) -> dict[str, np.ndarray
         "priority": spec["priority"], "wait_s": outcome["start_s"] - spec["submit_s"],
         "preemptions": outcome["preemptions"], "interruptions": outcome["interruptions"], "work_s": spec["work_s"],
         "done_s": outcome["done_s"], "held_gpu_s": held + np.where(running, (plan.horizon_s - since) * gpus, 0.0),
+        "usd_per_day_late": _price_per_day_late(names, plan),
     }
+
+
+def _price_per_day_late(names: np.ndarray, plan: CompiledScenario) -> np.ndarray:
+    """Each job's price of a day late: a named job's ``usd_per_day_late``, else 0."""
+    prices = {spec.name: spec.usd_per_day_late for spec in plan.jobs if spec.named}
+    return np.array([prices.get(name, 0.0) for name in names], dtype=float)

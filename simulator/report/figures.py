@@ -2,8 +2,10 @@
 
 Every chart is a function of :class:`~simulator.report.rundata.RunData` (or of several, for
 comparisons) returning a ``Figure``; nothing here touches pyplot's global state, so charts can
-be drawn from any thread. Fan charts shade P5–P95 lightly and P10–P90 darker around the
-P50 line; those bands are per-step quantiles over every path (``bands.parquet``). Monthly
+be drawn from any thread (:mod:`simulator.report.fan_charts`: the panels and fans). Fan
+charts shade P5–P95 lightly and P10–P90 darker around the P50 line; those bands are
+per-step quantiles over every path (``bands.parquet``; each model's SLO attainment and
+unserved share: ``model_bands.parquet``, :mod:`simulator.report.model_latency`). Monthly
 money comes from ``pnl.parquet`` (every path).
 """
 
@@ -16,10 +18,19 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, PercentFormatter
 
+from simulator.report.fan_charts import (
+    PALETTE,
+    at_daily_peak,
+    daily,
+    fan,
+    is_daily,
+    new_figure,
+    plain,
+)
 from simulator.report.headline import money_text
+from simulator.report.model_latency import has_model_bands, model_panels
 from simulator.report.rundata import RunData
 
-PALETTE = ("#1f77b4", "#d95f02", "#1b9e77", "#7570b3", "#e7298a", "#66a61e", "#a6761d", "#666666")
 COGS = {
     "cogs_depreciation_usd": "depreciation",
     "cogs_cloud_usd": "cloud and API",
@@ -30,85 +41,12 @@ COGS = {
 RND = {"rnd_compute_usd": "training compute (R&D)"}
 
 
-def _figure(rows: int = 1, height: float = 3.0) -> tuple[Figure, list]:
-    fig = Figure(figsize=(10, height * rows), layout="constrained")
-    axes = fig.subplots(rows, 1, sharex=True, squeeze=False)[:, 0]
-    for ax in axes:
-        ax.grid(alpha=0.25, linewidth=0.6)
-        ax.spines[["top", "right"]].set_visible(False)
-    return fig, list(axes)
-
-
-#: Shaded areas are drawn on at most this many points (a chart is about 1,000 pixels wide).
-MAX_SHADED_POINTS = 1500
-
-
-def _envelope(t: np.ndarray, low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Groups of consecutive steps reduced to (first time, lowest low, highest high): the
-    shaded area keeps every excursion while costing a fixed number of points."""
-    size = -(-len(t) // MAX_SHADED_POINTS)
-    if size <= 1:
-        return t, low, high
-    starts = np.arange(0, len(t), size)
-    return t[starts], np.minimum.reduceat(low, starts), np.maximum.reduceat(high, starts)
-
-
-#: Horizons longer than this, at steps shorter than a day, are charted one point per day.
-DAILY_AFTER = pd.Timedelta(days=45)
-QUANTILE_COLUMNS = ("mean", "p5", "p10", "p50", "p90", "p95")
-
-
-def daily(band: pd.DataFrame, how: str) -> pd.DataFrame:
-    """Each quantile's highest (``how="max"``) or lowest (``"min"``) value of each day, for
-    long horizons at sub-daily steps: the daily cycle of an hourly series would hide the
-    spread between paths, and capacity is planned for the peak hour."""
-    times = band["time"]
-    if len(times) < 3 or times.iloc[-1] - times.iloc[0] <= DAILY_AFTER or times.iloc[1] - times.iloc[0] >= pd.Timedelta(days=1):
-        return band
-    grouped = band.groupby(times.dt.floor("D"))[list(QUANTILE_COLUMNS)]
-    out = grouped.max() if how == "max" else grouped.min()
-    return out.rename_axis("time").reset_index()
-
-
-def at_daily_peak(band: pd.DataFrame, reference: pd.DataFrame) -> pd.DataFrame:
-    """``band`` at the step of each day when ``reference``'s median peaks (for the long
-    horizons :func:`daily` reduces): GPUs available set against GPUs needed at the same hour.
-    The day's low would set an autoscaled fleet's night against the evening's need."""
-    times = band["time"]
-    if len(daily(band, "max")) == len(band):
-        return band
-    peak_rows = reference.groupby(reference["time"].dt.floor("D"))["p50"].idxmax().to_numpy()
-    return band.iloc[peak_rows].reset_index(drop=True).assign(time=times.iloc[peak_rows].dt.floor("D").to_numpy())
-
-
-def is_daily(run: RunData) -> bool:
-    band = run.band("demand_requests")
-    return len(daily(band, "max")) < len(band)
-
-
-def plain(text: str) -> str:
-    """User text as matplotlib draws it literally (``$`` would start mathtext)."""
-    return str(text).replace("$", r"\$")
-
-
-def fan(ax, band: pd.DataFrame, color: str, label: str, scale: float = 1.0, step: bool = True) -> None:
-    """P5–P95 and P10–P90 shaded, P50 drawn, of one band (``label`` is drawn literally)."""
-    label = plain(label)
-    t = band["time"].to_numpy()
-    for low, high, alpha, text in (("p5", "p95", 0.12, None), ("p10", "p90", 0.30, f"{label}: P10–P90")):
-        x, lower, upper = _envelope(t, band[low].to_numpy() * scale, band[high].to_numpy() * scale)
-        ax.fill_between(x, lower, upper, color=color, alpha=alpha, linewidth=0, label=text,
-                        step="post" if step else None)
-    ax.plot(t, band["p50"].to_numpy() * scale, color=color, linewidth=1.1, label=f"{label}: P50",
-            drawstyle="steps-post" if step else "default")
-
-
 def _money(ax) -> None:
     ax.yaxis.set_major_formatter(FuncFormatter(lambda value, _: money_text(value, digits=1, thousands_from=1e3)))
 
 
 def demand_capacity(run: RunData) -> Figure:
-    fig, (top, bottom) = _figure(2)
+    fig, (top, bottom) = new_figure(2)
     per_second = _scale(run, "/s")  # requests per step, as a rate a reader knows
     fan(top, daily(run.band("demand_requests"), "max"), PALETTE[0], "demand", scale=per_second)
     served = daily(run.band("served_requests"), "max")
@@ -128,8 +66,11 @@ def demand_capacity(run: RunData) -> Figure:
 def shortfall_slo(run: RunData) -> Figure:
     """How likely a shortfall is and how deep: the share of paths short in each month (bars,
     with their interval) and at each step (line); the GPUs short, mean and P90 over paths;
-    the share of requests served within the SLO."""
-    fig, (top, middle, bottom) = _figure(3, 2.6)
+    the share of requests served within the SLO: each model's, with the share of its demand
+    left unserved, when the run has per-model bands (a model's own, never pooled by requests)."""
+    per_model = has_model_bands(run)
+    fig, axes = new_figure(4 if per_model else 3, 2.6)
+    top, middle, bottom = axes[:3]
     months = run.summary.get("periods", {}).get("month", [])
     if months:
         begin, end = pd.Timestamp(run.summary["start"]), pd.Timestamp(run.summary["end"])
@@ -160,6 +101,9 @@ def shortfall_slo(run: RunData) -> Figure:
                 label="expected (mean over paths)")
     middle.set_ylabel("GPUs short")
     middle.legend(loc="upper left", fontsize=8)
+    if per_model:
+        model_panels(run, bottom, axes[3])
+        return fig
     fan(bottom, daily(run.band("slo_attainment"), "min"), PALETTE[2], "SLO attainment", scale=100.0)
     bottom.yaxis.set_major_formatter(PercentFormatter())
     bottom.set_ylabel("requests within SLO")
@@ -169,7 +113,7 @@ def shortfall_slo(run: RunData) -> Figure:
 
 def gpus_by_use(run: RunData) -> Figure:
     """Means over paths, which add up: inference + training + idle = available."""
-    fig, (ax,) = _figure(1, 3.4)
+    fig, (ax,) = new_figure(1, 3.4)
     mean = {name: run.band(name)["mean"].to_numpy() for name in
             ("gpus_inference", "gpus_training", "gpus_idle", "gpus_available", "gpus_installed")}
     times = run.band("gpus_installed")["time"].to_numpy()
@@ -189,7 +133,7 @@ def _monthly(pnl: pd.DataFrame, columns: Sequence[str], how: str = "mean") -> pd
 
 
 def cost_stack(run: RunData) -> Figure:
-    fig, (ax,) = _figure(1, 3.4)
+    fig, (ax,) = new_figure(1, 3.4)
     monthly = _monthly(run.pnl, [*COGS, *RND])
     x = np.arange(len(monthly))
     bottom = np.zeros(len(monthly))
@@ -221,7 +165,7 @@ def revenue_margin(run: RunData) -> Figure:
     panels = [(("revenue_usd", "revenue", PALETTE[0]), ("gross_margin_usd", "gross margin", PALETTE[2]))]
     if not has_cash(run):
         panels.append((("cumulative_cash_usd", "cumulative cash", PALETTE[3]),))
-    fig, axes = _figure(len(panels), 3.0 if len(panels) == 2 else 3.4)
+    fig, axes = new_figure(len(panels), 3.0 if len(panels) == 2 else 3.4)
     months = run.pnl["month"].drop_duplicates().sort_values()
     x = np.arange(len(months))
     for ax, columns in zip(axes, panels, strict=True):
@@ -255,7 +199,7 @@ def opening_cash(run: RunData) -> float:
 def cash_balance(run: RunData) -> Figure:
     """Month-end cash balance over paths (P5–P95 light, P10–P90 darker, P50 line), from the
     opening balance at the start (marked); the zero line drawn across, the lowest P50 noted."""
-    fig, (ax,) = _figure(1, 3.4)
+    fig, (ax,) = new_figure(1, 3.4)
     opening = opening_cash(run)
     months = run.pnl["month"].drop_duplicates().sort_values()
     band = _monthly_band(run.pnl, "cash_balance_usd")
@@ -282,7 +226,7 @@ def cash_balance(run: RunData) -> Figure:
 
 
 def training_queue(run: RunData) -> Figure:
-    fig, (ax,) = _figure(1, 3.0)
+    fig, (ax,) = new_figure(1, 3.0)
     fan(ax, daily(run.band("training_jobs_queued"), "max"), PALETTE[1], "jobs queued")
     fan(ax, daily(run.band("training_jobs_running"), "max"), PALETTE[3], "jobs running")
     ax.set_ylabel("jobs")
@@ -307,7 +251,7 @@ def overlaid(runs: dict[str, RunData], metric: str, title: str, ylabel: str, uni
              how: str = "max") -> Figure:
     """One band of several runs on one chart (``fleetcast compare``). ``how`` is what a long
     hourly run draws of each day: its ``max``, its ``min``, or the value ``at_peak`` need."""
-    fig, (ax,) = _figure(1, 3.2)
+    fig, (ax,) = new_figure(1, 3.2)
     for i, (label, run) in enumerate(runs.items()):
         band = run.band(metric)
         band = at_daily_peak(band, run.band("gpus_needed")) if how == "at_peak" else daily(band, how)
@@ -327,8 +271,11 @@ def run_figures(run: RunData) -> dict[str, tuple[str, Figure]]:
         "demand_capacity": ("Demand and the GPUs it needs against the GPUs available, P10–P90 over paths." + per_day,
                             demand_capacity(run)),
         "shortfall_slo": ("The share of paths with a material shortfall (as the scenario's shortfall settings "
-                          "define it) in each month and at each time; the GPUs short, expected and P90; and the "
-                          "share of requests served within the SLO." + per_day, shortfall_slo(run)),
+                          "define it) in each month and at each time; the GPUs short, expected and P90; and "
+                          + ("per model, the share of its served requests within its SLO and the share of its "
+                             "demand left unserved (each model on its own, never pooled by requests)."
+                             if has_model_bands(run) else "the share of requests served within the SLO.")
+                          + per_day, shortfall_slo(run)),
         "gpus_by_use": ("Installed GPUs by use (means over paths, which add up).", gpus_by_use(run)),
     }
     if run.has_training:

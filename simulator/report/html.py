@@ -24,6 +24,7 @@ import pandas as pd
 
 from simulator.errors import RunConfigurationError
 from simulator.report.figures import run_figures
+from simulator.report.model_latency import latency_finding, model_latency_table
 from simulator.report.rundata import RunData, load_run
 from simulator.report.statements import (
     ATTRIBUTION,
@@ -123,12 +124,16 @@ def _page(run: RunData) -> tuple[str, dict[str, Chart]]:
     tables = {
         "headline": headline_table(run.summary),
         "years": years_table(run.summary),
+        "model_latency": model_latency_table(run.summary),
         "unit_economics": unit_economics_table(run.unit_economics, run.summary),
         "comparison": comparison_table(run.comparison) if run.comparison is not None else None,
         "assumptions": assumptions_table(run.scenario),
     }
     statements = statement_tables(run.statements, run.summary)
     findings = key_findings(run.summary)
+    latency = latency_finding(run.summary)
+    if latency is not None:  # beside the first shortfall: how the worst-served model fares
+        findings.insert(1, latency)
     cash = cash_finding(run.summary)
     if cash is not None:  # before the training cards
         training = next((i for i, f in enumerate(findings) if f["label"].startswith("Training")), len(findings))

@@ -1,5 +1,5 @@
-"""A run directory read back for reporting: summary, bands, monthly P&L, statements, unit
-economics, resolved scenario.
+"""A run directory read back for reporting: summary, bands (each model's too), monthly P&L,
+statements, unit economics, resolved scenario.
 
 The report is rendered from the files of a run, never from objects in memory, so that
 ``fleetcast report DIR`` re-renders exactly what ``fleetcast run`` rendered.
@@ -35,6 +35,9 @@ class RunData:
     statements: pd.DataFrame | None = None
     #: Per (month, model) and per model over the horizon (``unit_economics.parquet``).
     unit_economics: pd.DataFrame | None = None
+    #: Per (step, model, metric): each model's SLO attainment and unserved share over paths
+    #: (``model_bands.parquet``; absent from runs of earlier versions).
+    model_bands: pd.DataFrame | None = None
 
     @property
     def name(self) -> str:
@@ -88,6 +91,7 @@ def load_run(directory: str | Path) -> RunData:
         pnl = pd.read_parquet(directory / "pnl.parquet")
         statements = _optional(directory / "statements.parquet")
         unit = _optional(directory / "unit_economics.parquet")
+        model_bands = _optional(directory / "model_bands.parquet")
         comparison = None
         if (directory / "comparison.csv").is_file():
             # Variant names are text whatever they look like ("NA", "001").
@@ -100,9 +104,15 @@ def load_run(directory: str | Path) -> RunData:
         raise RunConfigurationError(f"{directory}: cannot read the run ({reason})") from None
     _check_shape(directory, summary, bands, pnl, scenario)
     bands["metric"] = bands["metric"].astype(str)
+    if model_bands is not None:
+        lacking = (_BAND_COLUMNS | {"model"}) - set(model_bands.columns)
+        if lacking:
+            raise RunConfigurationError(f"{directory}: not a run this version of Fleetcast reads "
+                                        f"(model_bands.parquet lacks the columns {', '.join(sorted(lacking))})")
+        model_bands = model_bands.astype({"model": str, "metric": str})
     if statements is None and len(pnl) and {"path", "month", "revenue_usd", "gross_margin_usd"} <= set(pnl.columns):
         statements = rolled_up(pnl)
-    return RunData(directory, summary, bands, pnl, resolved, scenario, comparison, statements, unit)
+    return RunData(directory, summary, bands, pnl, resolved, scenario, comparison, statements, unit, model_bands)
 
 
 #: What the reports read of a run's files (a file of another shape is refused, not half-read).

@@ -13,6 +13,7 @@ import pandas as pd
 from simulator.path.tables import COST_COMPONENTS
 from simulator.report.headline import headline, money_text, period_rows
 from simulator.scenario.served import ServedModel
+from simulator.scenario.serving_policy import Headroom, describe
 
 #: The contract's cost components (``simulator.path.tables.COST_COMPONENTS``) as a reader names them.
 COST_LABELS = dict(zip(COST_COMPONENTS, ("depreciation", "cloud and API", "energy", "facility", "other costs"),
@@ -120,7 +121,8 @@ def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
         ordered = sum(order.get("count", 0) for order in orders)
         add(f"Pool {pool.get('name')}",
             f"{pool.get('count')} × {pool.get('gpu')}, {acquisition.get('type', 'owned')}"
-            + (f"; {ordered} more ordered in {len(orders)} orders" if orders else ""))
+            + (f"; {ordered} more ordered in {len(orders)} orders" if orders else "")
+            + f"; serving policy: {_serving_policy(pool.get('serving_policy', 'all'))}")
     for model in scenario.get("models", []):
         demand = model.get("demand") or {}
         growth = demand.get("growth") or {}
@@ -130,6 +132,15 @@ def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
         shapes = _replica_shapes(model)
         if shapes:
             add(f"Replicas of {model.get('name')}", "; ".join(shapes))
+        own = {pool: entry["serving_policy"] for pool, entry in (model.get("replicas") or {}).items()
+               if isinstance(entry, dict) and entry.get("serving_policy") is not None}
+        if own:
+            add(f"Serving policy of {model.get('name')}",
+                "; ".join(f"{_serving_policy(policy)} on {pool}" for pool, policy in own.items()))
+        if model.get("preempt_after"):
+            after = model["preempt_after"]
+            add(f"Before preempting training, {model.get('name')} uses",
+                "every rented pool it lists" if after == "rented" else ", ".join(after))
     pricing = scenario.get("pricing") or {}
     if pricing:
         add("Token prices (scenario)", _prices(pricing))
@@ -141,6 +152,11 @@ def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
     if scenario.get("uncertain"):
         add("Uncertain inputs", ", ".join(sorted(scenario["uncertain"])))
     return _table(["Assumption", "Value"], rows)
+
+
+def _serving_policy(value: Any) -> str:
+    """A serving policy as the resolved scenario writes it, in words."""
+    return describe(Headroom(**value) if isinstance(value, dict) else value)
 
 
 def _usd(value: Any) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -123,7 +123,8 @@ class BandFile:
 
 
 class BandStore:
-    """The band series of ``n_paths`` paths, added in any order, read back by step blocks.
+    """The band series of ``n_paths`` paths, added in any order, read back by step blocks
+    (the :data:`BAND_COLUMNS`, or the ``columns`` given: each model's, say).
 
     On disk the file is laid out by blocks of steps: block *b* holds every path's values of
     steps ``[b·k, (b+1)·k)`` (path-major, then step, then metric), with ``k`` chosen so that a
@@ -133,9 +134,11 @@ class BandStore:
     """
 
     def __init__(self, n_paths: int, n_steps: int, *, spill_dir: str | os.PathLike[str] | None = None,
-                 in_memory_bytes: int | None = None, block_bytes: int = 32 * 2**20) -> None:
+                 in_memory_bytes: int | None = None, block_bytes: int = 32 * 2**20,
+                 columns: Sequence[str] = BAND_COLUMNS) -> None:
         in_memory_bytes = IN_MEMORY_BYTES if in_memory_bytes is None else in_memory_bytes
-        self.n_paths, self.n_steps, self.n_columns = n_paths, n_steps, len(BAND_COLUMNS)
+        self.columns = tuple(columns)
+        self.n_paths, self.n_steps, self.n_columns = n_paths, n_steps, len(self.columns)
         self.block_steps = max(1, min(n_steps, block_bytes // max(1, 4 * n_paths * self.n_columns)))
         self.added = np.zeros(n_paths, dtype=bool)
         self._memory: np.ndarray | None = None
@@ -229,11 +232,12 @@ class BandStore:
 
 
 def combined_bands(stores: list[BandStore], times: pd.DatetimeIndex, block_bytes: int = 32 * 2**20) -> pd.DataFrame:
-    """The bands over the paths of several stores (a run that added paths in batches): one
-    row per (step, column), ``time, metric, mean, p5, p10, p50, p90, p95``."""
+    """The bands over the paths of several stores (a run that added paths in batches, all of
+    the same columns): one row per (step, column), ``time, metric, mean, p5, p10, p50, p90, p95``."""
     for store in stores:
         store.check_complete()
-    n_paths, n_steps, n_columns = sum(s.n_paths for s in stores), stores[0].n_steps, len(BAND_COLUMNS)
+    columns = stores[0].columns
+    n_paths, n_steps, n_columns = sum(s.n_paths for s in stores), stores[0].n_steps, len(columns)
     span = stores[0].block_steps if len(stores) == 1 else max(1, min(n_steps, block_bytes // (4 * n_paths * n_columns)))
     out = np.empty((len(BAND_QUANTILES) + 1, n_steps, n_columns))
 
@@ -257,7 +261,7 @@ def combined_bands(stores: list[BandStore], times: pd.DatetimeIndex, block_bytes
             block(start)
     frame = pd.DataFrame({
         "time": np.repeat(times.values, n_columns),
-        "metric": pd.Categorical.from_codes(np.tile(np.arange(n_columns), n_steps), categories=list(BAND_COLUMNS)),
+        "metric": pd.Categorical.from_codes(np.tile(np.arange(n_columns), n_steps), categories=list(columns)),
     })
     for index, name in enumerate(("mean", *BAND_QUANTILES)):
         frame[name] = out[index].reshape(-1)

@@ -1,8 +1,9 @@
 """What one path sends back from the worker that ran it: small, whatever the horizon.
 
 A :class:`PathDigest` holds the path's totals (one row of the summary), its monthly P&L,
-its band series (float32, for the per-step quantiles), its training figures and the inputs
-drawn for it; and, only for the paths a run keeps, its full tables (:class:`PathTables`).
+its band series (float32, for the per-step quantiles), each model's requests and per-step
+ratios (:mod:`simulator.runs.model_figures`), its training figures and the inputs drawn for
+it; and, only for the paths a run keeps, its full tables (:class:`PathTables`).
 The main process never needs more than that, so a run's memory grows with the kept paths,
 not with all of them.
 """
@@ -30,6 +31,7 @@ from simulator.path.tables import (
     timeseries_columns,
 )
 from simulator.runs.bands import path_series
+from simulator.runs.model_figures import path_model_series, path_model_sums
 from simulator.runs.need import path_need
 from simulator.runs.periods import path_periods
 from simulator.runs.shortfall import short_steps
@@ -66,6 +68,8 @@ class TrainingDigest:
     #: finished) and its preemptions.
     named_late_s: dict[str, float] = field(default_factory=dict)
     named_preemptions: dict[str, int] = field(default_factory=dict)
+    named_lost_gpu_hours: dict[str, float] = field(default_factory=dict)  # GPU time held, not saved as work
+    named_usd_per_day_late: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -80,6 +84,10 @@ class PathDigest:
     tables: PathTables | None = None
     unit: pd.DataFrame | None = None  # unit economics sums per (month, model)
     need: np.ndarray | None = None  # (models, slots): GPUs lacked per planning slot (the planner asks)
+    #: Per served model (:mod:`simulator.runs.model_figures`): requests over the horizon
+    #: (models, 4), and the per-step SLO attainment and unserved share (float32, models × 2, steps).
+    model_sums: np.ndarray | None = None
+    model_series: np.ndarray | None = None
 
 
 def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool,
@@ -108,6 +116,8 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         unit=path_unit_economics(result.path, _unit_arrays(result.model_out), times, scenario,
                                  scenario.horizon.step_s),
         need=path_need(result.model_out, scenario.shortfall, scenario.horizon) if need else None,
+        model_sums=path_model_sums(result.model_out),
+        model_series=path_model_series(result.model_out),
     )
 
 
@@ -155,4 +165,7 @@ def training_digest(jobs: dict[str, np.ndarray], start: pd.Timestamp, named: set
         named_late_s={name: float(jobs["end_s"][row] - jobs["submit_s"][row] - jobs["work_s"][row])
                       for name, row in present.items()},
         named_preemptions={name: int(jobs["preemptions"][row]) for name, row in present.items()},
+        named_lost_gpu_hours={name: float(jobs["held_gpu_s"][row] - jobs["done_s"][row] * jobs["gpus"][row]) / 3600.0
+                              for name, row in present.items()},
+        named_usd_per_day_late={name: float(jobs["usd_per_day_late"][row]) for name, row in present.items()},
     )

@@ -3,13 +3,15 @@
 Paths arrive from the workers in any order as :class:`~simulator.runs.digest.PathDigest`; a
 :class:`RunAggregator` folds each one in as it arrives and keeps only what the run's output
 needs: every path's totals, monthly P&L and inputs (small), the band series of every path
-(in a :class:`~simulator.runs.bands.BandStore`, on disk when large), the pooled training waits
+(in a :class:`~simulator.runs.bands.BandStore`, on disk when large) and its models' (in a
+store of their own), each path's requests per model, the pooled training waits
 (in a temporary file), and the full tables of the first ``keep_paths`` paths. Everything is
 put in path order at the end, so results do not depend on the order in which paths finish.
 
 ``Results.timeseries``, ``.pools``, ``.models`` and ``.jobs`` hold the kept paths (one row
 per path and step, per pool, per model, per job); ``.pnl`` and ``.inputs`` every path;
-``.bands`` the per-step quantiles over every path; ``.summary`` the dict written to
+``.bands`` the per-step quantiles over every path, ``.model_bands`` those of each model's
+SLO attainment and unserved share; ``.summary`` the dict written to
 ``summary.json``. ``Results.save(dir)`` writes the run directory atomically.
 """
 
@@ -31,6 +33,7 @@ from simulator.economics.unit_economics import (
 from simulator.output import staged_directory, write_run_files
 from simulator.runs.bands import BandStore, combined_bands
 from simulator.runs.digest import PathDigest, TrainingDigest
+from simulator.runs.model_figures import model_bands, model_store, model_summary
 from simulator.runs.path_frames import PathFrames
 from simulator.runs.periods import summarize_periods
 from simulator.runs.summary import (
@@ -63,6 +66,11 @@ class RunAggregator:
         self.spill_dir = spill_dir
         #: One band store per batch of paths: (first path, store).
         self.stores = [(0, BandStore(n_paths, scenario.horizon.n_steps, spill_dir=spill_dir))]
+        #: Each model's per-step ratios, one store per batch of paths, beside ``stores``
+        #: (:mod:`simulator.runs.model_figures`); and each path's requests per model.
+        self.model_names = [model.name for model in scenario.models]
+        self.model_stores = [model_store(self.model_names, n_paths, scenario.horizon.n_steps, spill_dir)]
+        self.model_sums: dict[int, np.ndarray] = {}
         self.totals: dict[int, dict[str, Any]] = {}
         self.inputs: dict[int, dict[str, float]] = {}
         self.training: dict[int, TrainingDigest] = {}
@@ -80,13 +88,19 @@ class RunAggregator:
         path = digest.path
         if path in self.totals:
             raise ValueError(f"path {path} was added twice")
-        first, store = next((first, store) for first, store in reversed(self.stores) if path >= first)
+        batch = next(i for i in reversed(range(len(self.stores))) if path >= self.stores[i][0])
+        first, store = self.stores[batch]
         if path - first >= store.n_paths:
             raise ValueError(f"path {path} is beyond the {self.n_paths} paths of the run")
         if digest.series is None:  # written into the store's file by the worker (PathTask.band_file)
             store.mark_written(path - first)
         else:
             store.add(path - first, digest.series)
+        models = self.model_stores[batch]
+        if models is not None and digest.model_series is not None:
+            models.add(path - first, digest.model_series)
+        if digest.model_sums is not None:
+            self.model_sums[path] = digest.model_sums
         self.totals[path] = digest.totals
         if digest.inputs:
             self.inputs[path] = digest.inputs
@@ -114,6 +128,7 @@ class RunAggregator:
     def extend(self, n_more: int, keep_paths: int | None) -> None:
         """Make room for ``n_more`` paths after the ones asked for so far (numbered on)."""
         self.stores.append((self.n_paths, BandStore(n_more, self.scenario.horizon.n_steps, spill_dir=self.spill_dir)))
+        self.model_stores.append(model_store(self.model_names, n_more, self.scenario.horizon.n_steps, self.spill_dir))
         self.n_paths += n_more
         self.keep = kept_count(self.n_paths, keep_paths)
 
@@ -154,6 +169,9 @@ class RunAggregator:
                     drawn = self.inputs[entry["path"]]
                     entry["inputs"] = {key: float(drawn[key]) for key in scenario.uncertain}
             summary["kept_paths"] = self.keep
+            summary["models"] = model_summary(self.model_names, self.model_sums)
+            stores = [store for store in self.model_stores if store is not None]
+            per_model = model_bands(stores, scenario.horizon.times(), self.model_names)
             kept = [self.kept[path] for path in sorted(self.kept)]
             results = Results(
                 scenario,
@@ -169,6 +187,7 @@ class RunAggregator:
                 inputs=inputs,
                 bands=bands,
                 summary=summary,
+                model_bands=per_model,
             )
             if self.need:
                 results.need = np.stack([self.need[path] for path in sorted(self.need)])
@@ -179,6 +198,9 @@ class RunAggregator:
     def close(self) -> None:
         for _, store in self.stores:
             store.close()
+        for store in self.model_stores:
+            if store is not None:
+                store.close()
         self._waits.close()
 
 
@@ -232,7 +254,7 @@ class Results:
                  models: Table, jobs: Table, pnl: pd.DataFrame, inputs: pd.DataFrame,
                  bands: pd.DataFrame, summary: dict[str, Any], periods: pd.DataFrame | None = None,
                  period_paths: pd.DataFrame | None = None, statements: pd.DataFrame | None = None,
-                 unit_economics: pd.DataFrame | None = None) -> None:
+                 unit_economics: pd.DataFrame | None = None, model_bands: pd.DataFrame | None = None) -> None:
         self.scenario = scenario
         #: Kept paths: one row per (path, step), (path, step, pool), (path, step, model), (path,
         #: job); held as each path's frames until first read (see the properties below).
@@ -250,6 +272,9 @@ class Results:
         self.period_paths = period_paths if period_paths is not None else pd.DataFrame()
         #: Every path: per-step mean and quantiles, one row per (time, metric).
         self.bands = bands
+        #: Every path: per-step quantiles of each model's SLO attainment and unserved share,
+        #: one row per (time, model, metric) (:mod:`simulator.runs.model_figures`).
+        self.model_bands = model_bands if model_bands is not None else pd.DataFrame()
         self.summary = summary
         #: Asked for (``simulate(need=True)``): GPUs each path lacked, ``(paths, models, slots)``.
         self.need: np.ndarray | None = None
@@ -284,6 +309,8 @@ class Results:
             tables["unit_economics.parquet"] = self.unit_economics
         if len(self.periods):
             tables["periods.parquet"] = self.periods
+        if len(self.model_bands):
+            tables["model_bands.parquet"] = self.model_bands
         if self.kept_paths:  # the kept paths' tables are written as they are held (path_frames)
             tables |= {f"{name}.parquet": self._tables[name] for name in ("timeseries", "pools", "models")}
         if len(self._tables["jobs"]):

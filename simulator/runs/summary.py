@@ -245,12 +245,18 @@ def _named_job(rows: list[Any], name: str) -> dict[str, Any]:
     (past an uninterrupted run from its submission, over those paths) and its preemptions."""
     late = np.array([d.named_late_s.get(name, np.nan) for d in rows], dtype=float)
     preempted = np.array([d.named_preemptions.get(name, 0) for d in rows], dtype=float)
+    lost = np.array([d.named_lost_gpu_hours.get(name, 0.0) for d in rows], dtype=float)
+    price = max((d.named_usd_per_day_late.get(name, 0.0) for d in rows), default=0.0)
     finished = ~np.isnan(late)
-    return {
+    figures = {
         "finished_share": float(finished.mean()),
         "late_s": _quantiles(pd.Series(late[finished])),
         "preemptions": _quantiles(pd.Series(preempted)),
+        "lost_gpu_hours": _quantiles(pd.Series(lost)),
     }
+    if price > 0:  # what its lateness costs at its price per day late, over the paths it finished on
+        figures["delay_cost_usd"] = _quantiles(pd.Series(late[finished] / 86_400.0 * price))
+    return figures
 
 
 def _first_month(pnl: pd.DataFrame, condition: pd.Series) -> pd.Series:

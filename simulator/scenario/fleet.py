@@ -33,6 +33,7 @@ from simulator.scenario.distributions import (
     duration_distribution,
 )
 from simulator.scenario.horizon import Horizon
+from simulator.scenario.serving_policy import ServingPolicy
 from simulator.scenario.training import PoolTraining
 from simulator.scenario.types import (
     Duration,
@@ -294,6 +295,9 @@ class Pool(Frozen):
     procurement: Procurement | None = None
     failures: Failures | None = Field(default=None, description="Default: the scenario's 'failures'")
     training: PoolTraining = Field(default_factory=PoolTraining)
+    serving_policy: ServingPolicy = Field(
+        default="all", description="Which replicas are up: 'all' (every one that fits; the router spreads the "
+        "load), 'needed' (only those the load needs), or {headroom: h}")
 
     @field_validator("acquisition", mode="before")
     @classmethod

@@ -272,6 +272,10 @@ def _check_changes(scenario: Scenario, pool_index: int) -> None:
         key=lambda item: (item[0], item[1]),
     )
     installed = pool.count
+    # GPUs that orders and a procurement policy can bring, whenever they arrive: their dates
+    # (slips, the policy's decisions) are known only in the run, so they count as possibly in
+    # service throughout (None: a policy without max_orders, no bound).
+    arriving = _most_arriving(pool)
     out = 0  # GPUs out of service
     returnable = 0  # of them, taken out without a repair distribution (back_in_service returns these)
     for offset, slot, change in timed:
@@ -283,12 +287,16 @@ def _check_changes(scenario: Scenario, pool_index: int) -> None:
             if not isinstance(pool.acquisition, Owned | Reserved):
                 raise ScenarioError((*loc, field), "applies to owned and reserved pools (return rented GPUs instead)")
         if change.out_of_service is not None:
-            in_service = installed - out
-            if change.out_of_service > in_service:
+            in_service = installed - out + (arriving or 0)
+            if arriving is not None and change.out_of_service > in_service:
+                notes = [f"{installed} installed by then and up to {arriving} arriving by order or procurement"
+                         ] if arriving else []
+                notes += [f"{out} already out, counted out until they return"] if out else []
                 raise ScenarioError(
                     (*loc, "out_of_service"),
-                    f"takes {change.out_of_service} GPUs out of service when only {in_service} are in service"
-                    + (f" ({out} already out, counted out until they return)" if out else ""),
+                    f"takes {change.out_of_service} GPUs out of service when "
+                    + (f"at most {in_service} can be" if arriving else f"only {in_service} are") + " in service"
+                    + (f" ({'; '.join(notes)})" if notes else ""),
                 )
             out += change.out_of_service
             if change.repair is None:
@@ -312,9 +320,21 @@ def _check_changes(scenario: Scenario, pool_index: int) -> None:
                 f"removes {change.remove} GPUs when only {installed + (change.remove or 0)} "
                 "are installed",
             )
-        if installed < out:
+        if arriving is not None and installed + arriving < out:
             raise ScenarioError(
                 (*loc, "remove"),
-                f"removes {change.remove} GPUs when only {installed + (change.remove or 0) - out} are in service "
+                f"removes {change.remove} GPUs when only {installed + arriving + (change.remove or 0) - out} "
+                f"{'can be' if arriving else 'are'} in service "
                 f"({out} are out of service: to scrap them, bring them back in service first)",
             )
+
+
+def _most_arriving(pool) -> int | None:
+    """The most GPUs a pool's ``orders`` and ``procurement`` can ever bring (None: no bound)."""
+    arriving = sum(order.count for order in pool.orders)
+    policy = pool.procurement
+    if policy is not None:
+        if policy.max_orders is None:
+            return None
+        arriving += policy.max_orders * policy.order_count
+    return arriving

@@ -16,6 +16,7 @@ from pydantic.fields import FieldInfo
 
 from simulator.scenario.demand import Demand
 from simulator.scenario.economics import ExternalApi, Pricing, Subscription
+from simulator.scenario.serving_policy import ServingPolicy
 from simulator.scenario.types import Frozen, Positive, PositiveSeconds
 
 
@@ -52,7 +53,15 @@ class ServingSpec(Frozen):
     slo: SloSpec = Field(default_factory=SloSpec)
     lengths: str = Field(
         default="fixed",
-        description="Request-length mix: 'fixed' (the demand's mean tokens), 'azure-conv', or a trace CSV",
+        description="Request-length mix: 'fixed' (the demand's mean tokens), 'azure-conv', or a trace CSV "
+        "(its requests in order, with its prefix_id/prefix_tokens columns)",
+    )
+    routing: Literal["least_loaded", "prefix_affinity"] = Field(
+        default="prefix_affinity", description="How the router spreads requests over replicas: the fewest "
+        "outstanding, or a prefix's requests to its home replica while its load is within 1.25x the mean"
+    )
+    router_replicas: Annotated[int, Field(ge=1, le=64)] = Field(
+        default=1, description="Replicas probed together behind one router (capacity is theirs per replica)"
     )
     probe_requests: Annotated[int, Field(ge=200, le=1_000_000)] = 4000
     seed: Annotated[int, Field(ge=0)] = 0
@@ -112,10 +121,16 @@ class ReplicaShape(Frozen):
     derived_on: str | None = Field(
         default=None, description="The GPU this pool's capacity and curve were derived on (filled in)"
     )
+    derived_workload: str | None = Field(
+        default=None, description="What the derivation served: requests, prefix labels, replicas and routing "
+        "(filled in)"
+    )
+    serving_policy: ServingPolicy | None = Field(
+        default=None, description="This model's policy on this pool (default: the pool's serving_policy)")
 
 
 #: What a derivation writes into a pool's entry; read back, it is derived again.
-DERIVED_FIELDS = ("gpus_per_replica", "capacity_rps", "slo_curve", "derived_on")
+DERIVED_FIELDS = ("gpus_per_replica", "capacity_rps", "slo_curve", "derived_on", "derived_workload")
 
 
 def forget_derived(data: dict[str, Any]) -> None:
@@ -162,6 +177,10 @@ class ServedModel(Frozen):
     pricing: Pricing | None = Field(default=None, description="Default: the scenario's pricing")
     subscription: Subscription | None = None
     api: ExternalApi | None = Field(default=None, description="A third-party API tier")
+    preempt_after: list[str] | Literal["rented"] | None = Field(
+        default=None, description="Pools to use before preempting training in its 'preempt' pools: a list of "
+        "its pools, or 'rented' (every on-demand, reserved or spot pool it lists); default: none, the pools "
+        "in order of preference, jobs' GPUs included")
 
     @model_validator(mode="before")
     @classmethod
@@ -215,7 +234,16 @@ class ServedModel(Frozen):
             capacity_rps=shape.capacity_rps if shape.capacity_rps is not None else self.capacity_rps,
             slo_curve=shape.slo_curve if shape.slo_curve is not None else self.slo_curve,
             derived_on=shape.derived_on,
+            serving_policy=shape.serving_policy,
         )
+
+    @model_validator(mode="after")
+    def _burst_pools_listed(self) -> ServedModel:
+        if isinstance(self.preempt_after, list):
+            for name in self.preempt_after:
+                if name not in self.pools:
+                    raise ValueError(f"preempt_after names {name!r}, which is not among its pools {self.pools}")
+        return self
 
     @field_validator("pools", mode="before")
     @classmethod

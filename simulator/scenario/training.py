@@ -39,6 +39,9 @@ class Checkpointing(Frozen):
     failure_rate_per_gpu_hour: NonNegative | None = Field(
         default=None, description="Interruptions per GPU-hour (default: the pool's failure rate)"
     )
+    max_preemptions_per_day: Annotated[int, Field(ge=0)] | None = Field(
+        default=None, description="Preemptions by inference a job accepts per calendar day (UTC); past them "
+        "it keeps its GPUs until the day ends, and serving takes a later pool or goes unserved")
 
     @field_validator("checkpoint_interval")
     @classmethod
@@ -62,6 +65,8 @@ class TrainingJob(Checkpointing):
     tokens: Positive | None = Field(default=None, description="Training tokens D")
     mfu: Annotated[float, Field(gt=0, le=1)] = Field(default=0.375, description="Model FLOPs utilization")
     dtype: Literal["bf16", "fp8"] = "bf16"
+    usd_per_day_late: NonNegative | None = Field(
+        default=None, description="What each day the job finishes late costs (reported, not booked)")
 
     @model_validator(mode="after")
     def _size(self) -> TrainingJob:

@@ -1,10 +1,17 @@
 """Capacity curves: the highest request rate one replica sustains within a latency SLO.
 
-For a serving configuration, a request-length mix and an SLO such as "TTFT p90 ≤ 2 s and
-TPOT p99 ≤ 200 ms", the sustainable rate is found by bisection: Poisson arrivals at rate λ
+For a serving configuration, the requests to serve (a length mix, or a trace's requests as
+given: :mod:`simulator.serving.probe`) and an SLO such as "TTFT p90 ≤ 2 s and TPOT p99 ≤
+200 ms", the sustainable rate is found by bisection: Poisson arrivals at rate λ per replica
 are served by the batching engine and the SLO percentiles are measured after a warm-up.
-Every probe uses the same random draws (inter-arrival times scaled by 1/λ, the same
-lengths), so the measured percentiles move smoothly with λ and bisection is stable.
+Every probe uses the same random draws (the first ``R × (warm-up + requests)`` draws of
+Exp(1) from ``numpy.random.default_rng(seed)`` as inter-arrival gaps, divided by ``R × λ``;
+the same requests), so the measured percentiles move smoothly with λ and bisection is stable.
+
+With ``replicas`` R > 1 the probe serves R times as many requests at R times the rate over R
+replicas behind a router (``routing``, :mod:`simulator.serving.routing`), and the capacity is
+the group's per replica: how routing spreads a prefix over replicas, and so the prefix-cache
+hits each keeps, is in the figure.
 
 The curve also tabulates *SLO attainment* — the share of requests that individually meet
 both latency targets — against load ρ = λ / capacity, which the fleet's step kernels use to
@@ -26,13 +33,16 @@ from pathlib import Path
 import numpy as np
 
 from simulator.serving.iteration import IterationModel, ServingConfigError
-from simulator.serving.replica import simulate_replica
+from simulator.serving.probe import TraceRequests, request_arrays
+from simulator.serving.replica import POLICIES, simulate_router
+from simulator.serving.routing import AFFINITY_LOAD_FACTOR, ROUTINGS
 from simulator.serving.trace import LengthMix
 from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm
 
 SCHEDULERS = ("vllm", "whole_prompt")
 
-CACHE_VERSION = 2
+CACHE_VERSION = 3
+WARMUP_REQUESTS = 500  # per replica, left out of the percentiles
 LOAD_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)
 
 
@@ -56,6 +66,7 @@ class CapacityCurve:
     ttft_at_capacity_s: float
     tpot_at_capacity_s: float
     requests: int
+    hit_rate_at_capacity: float = 0.0  # share of prompt tokens taken from the prefix cache
 
 
 def cache_dir() -> Path:
@@ -64,30 +75,42 @@ def cache_dir() -> Path:
 
 def capacity_curve(
     model: IterationModel,
-    mix: LengthMix,
+    mix: LengthMix | TraceRequests,
     slo: Slo,
     max_batch: int,
     kv_capacity_tokens: int | None = None,
     prefill_chunk_tokens: int | None = None,
     requests: int = 4000,
-    warmup: int = 500,
+    warmup: int = WARMUP_REQUESTS,
     seed: int = 0,
     use_cache: bool = True,
     scheduler: str = "vllm",
     max_batched_tokens: int | None = None,
     prefix_caching: bool = True,
     kv_preemption: bool = True,
+    replicas: int = 1,
+    routing: str = "least_outstanding",
 ) -> CapacityCurve:
-    """Find the sustainable rate by bisection and tabulate attainment against load.
+    """Find the sustainable rate per replica by bisection and tabulate attainment against load.
 
     ``scheduler="vllm"`` (default) serves with vLLM V1 scheduling (:func:`simulate_vllm`:
     token budget ``max_batched_tokens``, default ``prefill_chunk_tokens`` or 8192, prefix cache,
-    KV preemption); ``"whole_prompt"`` with the contract semantics of :func:`simulate_replica`.
+    KV preemption); ``"whole_prompt"`` with the contract semantics of :func:`simulate_router`.
+    ``replicas`` and ``routing`` (a :data:`~simulator.serving.routing.ROUTINGS` name; only
+    ``least_outstanding`` and ``round_robin`` without a prefix cache): the replicas probed
+    together behind one router (module docstring); ``requests`` and ``warmup`` are per replica.
     """
     if scheduler not in SCHEDULERS:
         raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
+    if not 1 <= replicas <= 4096:
+        raise ValueError(f"replicas must be between 1 and 4096, got {replicas}")
+    valid = sorted(ROUTINGS if scheduler == "vllm" else POLICIES.keys() | {"least_loaded"})
+    if routing not in valid:
+        raise ValueError(f"routing must be one of {', '.join(valid)} with the {scheduler} scheduler, got {routing!r}")
+    policy = "least_outstanding" if replicas == 1 or routing == "least_loaded" else routing
     budget = max_batched_tokens or prefill_chunk_tokens or DEFAULT_MAX_BATCHED_TOKENS
-    options = (scheduler, budget, prefix_caching, kv_preemption, mix.shared_prefix_tokens, mix.distinct_prompts)
+    options = (scheduler, budget, prefix_caching, kv_preemption, mix.shared_prefix_tokens, mix.distinct_prompts,
+               replicas, policy, AFFINITY_LOAD_FACTOR)
     key = _cache_key(model, mix, slo, max_batch, kv_capacity_tokens, prefill_chunk_tokens, requests, warmup, seed,
                      options)
     path = cache_dir() / f"{key}.json"
@@ -98,7 +121,8 @@ def capacity_curve(
         except (OSError, ValueError, TypeError):
             pass
     rng = np.random.default_rng(seed)
-    total = requests + warmup
+    total = replicas * (requests + warmup)
+    warmup = replicas * warmup  # the requests left out of the percentiles
     unit_gaps = rng.exponential(1.0, total)
     drawn = mix.sample_requests(total, rng)
     prompt, output = drawn["prompt_tokens"], drawn["output_tokens"]
@@ -109,16 +133,16 @@ def capacity_curve(
                                  max_num_batched_tokens=budget, kv_capacity_tokens=kv_capacity_tokens,
                                  prefix_caching=prefix_caching, kv_preemption=kv_preemption,
                                  prefix_id=drawn["prefix_id"], prefix_tokens=drawn["prefix_tokens"],
-                                 prompt_id=drawn["prompt_id"])
-        return simulate_replica(arrival, prompt, output, model, max_batch=max_batch,
-                                kv_capacity_tokens=kv_capacity_tokens,
-                                prefill_chunk_tokens=prefill_chunk_tokens)
+                                 prompt_id=drawn["prompt_id"], replicas=replicas, policy=policy)
+        return simulate_router(arrival, prompt, output, model, replicas=replicas, policy=policy,
+                               max_batch=max_batch, kv_capacity_tokens=kv_capacity_tokens,
+                               prefill_chunk_tokens=prefill_chunk_tokens)
 
     def serve(rate: float):
-        return run(np.cumsum(unit_gaps) / rate)
+        """Poisson arrivals at ``rate`` per replica."""
+        return run(np.cumsum(unit_gaps) / (rate * replicas))
 
-    def percentiles(rate: float) -> tuple[float, float]:
-        result = serve(rate)
+    def percentiles(result) -> tuple[float, float]:
         ttft = result.ttft_s[warmup:]
         tpot = result.tpot_s[warmup:]
         tpot = tpot[np.isfinite(tpot)]
@@ -126,14 +150,14 @@ def capacity_curve(
                 float(np.percentile(tpot, slo.tpot_percentile)) if len(tpot) else 0.0)
 
     def meets(rate: float) -> bool:
-        ttft, tpot = percentiles(rate)
+        ttft, tpot = percentiles(serve(rate))
         return ttft <= slo.ttft_s and tpot <= slo.tpot_s
 
     offline = run(np.zeros(total))
-    high = total / offline.duration_s  # nothing sustains more than the offline throughput
+    high = total / offline.duration_s / replicas  # nothing sustains more than the offline throughput
     low = high * 1e-3
     if not meets(low):
-        ttft, tpot = percentiles(low)
+        ttft, tpot = percentiles(serve(low))
         raise ServingConfigError(
             f"the SLO cannot be met even at {low:.3g} req/s: TTFT p{slo.ttft_percentile:g} = {ttft:.3g} s "
             f"(target {slo.ttft_s:g} s), TPOT p{slo.tpot_percentile:g} = {tpot:.3g} s (target {slo.tpot_s:g} s)"
@@ -152,8 +176,12 @@ def capacity_curve(
         result = serve(rho * capacity)
         ok = (result.ttft_s <= slo.ttft_s) & ~(result.tpot_s > slo.tpot_s)
         attainment.append(float(ok[warmup:].mean()))
-    ttft_cap, tpot_cap = percentiles(capacity)
-    curve = CapacityCurve(capacity, LOAD_GRID, tuple(attainment), ttft_cap, tpot_cap, requests)
+    at_capacity = serve(capacity)
+    ttft_cap, tpot_cap = percentiles(at_capacity)
+    hits = 0.0
+    if at_capacity.cached_tokens is not None:
+        hits = float(at_capacity.cached_tokens[warmup:].sum() / at_capacity.prompt_tokens[warmup:].sum())
+    curve = CapacityCurve(capacity, LOAD_GRID, tuple(attainment), ttft_cap, tpot_cap, requests, hits)
     if use_cache:
         _store(path, curve)
     return curve
@@ -163,8 +191,8 @@ def _cache_key(model, mix, slo, max_batch, kv, chunk, requests, warmup, seed, op
     digest = hashlib.sha256()
     digest.update(json.dumps([CACHE_VERSION, model.params.tolist(), getattr(model, "frontend_s", 0.0),
                               asdict(slo), max_batch, kv, chunk, requests, warmup, seed, list(options)]).encode())
-    digest.update(np.ascontiguousarray(mix.prompt_tokens, dtype=np.int64).tobytes())
-    digest.update(np.ascontiguousarray(mix.output_tokens, dtype=np.int64).tobytes())
+    for values in request_arrays(mix):
+        digest.update(np.ascontiguousarray(values, dtype=np.int64).tobytes())
     return digest.hexdigest()[:32]
 
 

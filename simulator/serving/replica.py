@@ -33,6 +33,7 @@ class ServingResult:
     iterations: int
     replicas: int = 1
     preemptions: np.ndarray | None = None  # times each request was preempted (vLLM policy)
+    cached_tokens: np.ndarray | None = None  # prompt tokens taken from the prefix cache (vLLM policy)
     ttft_s: np.ndarray = field(init=False)
     e2e_s: np.ndarray = field(init=False)
     queue_s: np.ndarray = field(init=False)
@@ -80,7 +81,17 @@ class ServingResult:
                                if decode_tokens > 0 and stats["e2e_mean_s"] is not None else None)
         if self.preemptions is not None:
             stats["preemptions"] = int(self.preemptions.sum())
+        if self.cached_tokens is not None:
+            stats["prefix_cache_hit_rate"] = self.prefix_cache_hit_rate
         return stats
+
+    @property
+    def prefix_cache_hit_rate(self) -> float:
+        """Share of prompt tokens taken from the prefix cache at admission (vLLM policy; else 0)."""
+        prompt = float(self.prompt_tokens.sum())
+        if self.cached_tokens is None or prompt == 0:
+            return 0.0
+        return float(self.cached_tokens.sum()) / prompt
 
 
 def simulate_replica(

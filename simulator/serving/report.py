@@ -26,6 +26,9 @@ def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | N
     ``max_batched_tokens``, when given: the chunked-prefill budget).
     """
     budget = max_batched_tokens or chunk
+    if router == "prefix_affinity" and scheduler != "vllm":
+        raise ServingConfigError("prefix_affinity routing needs vllm batching (a prefix cache to be affine to)")
+    policy = "least_outstanding" if router == "least_loaded" else router
     if budget is not None and budget < max_batch:
         flag = "--max-batched-tokens" if max_batched_tokens else "--chunk"
         raise ServingConfigError(f"{flag} ({budget}) must be >= --max-batch ({max_batch}): every running "
@@ -44,10 +47,10 @@ def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | N
                                max_num_seqs=max_batch, max_num_batched_tokens=budget, prefix_caching=prefix_caching,
                                kv_preemption=kv_preemption, prefix_id=workload.prefix_id,
                                prefix_tokens=workload.prefix_tokens, prompt_id=workload.prompt_id,
-                               replicas=replicas, policy=router)
+                               replicas=replicas, policy=policy)
     else:
         result = simulate_router(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
-                                 model, replicas=replicas, policy=router, max_batch=max_batch,
+                                 model, replicas=replicas, policy=policy, max_batch=max_batch,
                                  prefill_chunk_tokens=budget)
     report = result.summary(gpus_per_replica=tp)
     report.update(
@@ -71,7 +74,7 @@ def report_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         value = report.get(key)
         return "—" if value is None else f"{value * 1000:,.1f} ms"
 
-    return [
+    rows = [
         ("workload", report["workload"]),
         ("requests", f"{report['requests']:,}"),
         ("duration", f"{report['duration_s']:,.2f} s"),
@@ -84,3 +87,6 @@ def report_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("KV cache", f"{report['kv_capacity_tokens']:,} tokens per replica"),
         ("iterations", f"{report['iterations']:,}"),
     ]
+    if report.get("prefix_cache_hit_rate") is not None:
+        rows.append(("prefix cache hit rate", f"{report['prefix_cache_hit_rate']:.1%} of prompt tokens"))
+    return rows

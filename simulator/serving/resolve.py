@@ -11,6 +11,10 @@ entry per pool with ``derived_on`` naming the GPU, so ``scenario.resolved.yaml``
 reading such a file derives them again (from the on-disk cache while the inputs are the
 same), so a changed GPU, serving block or variant never keeps a stale figure. A pool's own
 ``replicas: {POOL: {serving: {tp: 2}}}`` changes only what it names.
+
+The probe serves the demand's mean lengths (``lengths: fixed``) or a trace's requests as given,
+with their prefix columns (:mod:`simulator.serving.probe`), on ``router_replicas`` replicas
+behind the block's ``routing``; each entry's ``derived_workload`` says which, in words.
 """
 
 from __future__ import annotations
@@ -23,10 +27,11 @@ from typing import Any
 from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario import load_scenario as _validate
 from simulator.scenario.served import ReplicaShape, ServedModel, ServingSpec, SloCurve
-from simulator.serving.capacity import Slo, capacity_curve
+from simulator.serving.capacity import WARMUP_REQUESTS, CapacityCurve, Slo, capacity_curve
 from simulator.serving.config import operator_model, resolve_gpu
 from simulator.serving.iteration import ServingConfigError
-from simulator.serving.trace import LengthMix, TraceError, read_trace
+from simulator.serving.probe import TraceRequests, describe_mix, trace_requests
+from simulator.serving.trace import LengthMix, TraceError
 
 
 def load_scenario(
@@ -101,8 +106,7 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
                  else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
                  or "FP8" in text else "tp")
         raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
-    mix = replace(_length_mix(spec.lengths, model, base_dir, loc), shared_prefix_tokens=spec.shared_prefix_tokens,
-                  distinct_prompts=spec.distinct_prompts)
+    mix = _requests(spec, model, base_dir, loc)
     slo = Slo(spec.slo.ttft_s, spec.slo.ttft_percentile, spec.slo.tpot_s, spec.slo.tpot_percentile)
     try:
         curve = capacity_curve(iteration, mix, slo, spec.max_batch,
@@ -110,7 +114,8 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
                                requests=spec.probe_requests, seed=spec.seed,
                                max_batched_tokens=spec.max_batched_tokens,
                                prefix_caching=spec.prefix_caching == "enabled",
-                               kv_preemption=spec.kv_preemption == "enabled")
+                               kv_preemption=spec.kv_preemption == "enabled",
+                               replicas=spec.router_replicas, routing=spec.routing)
     except (ServingConfigError, ValueError) as exc:
         raise ScenarioError(loc, f"{exc} (pool {pool_name!r})") from None
     own = model.replicas.get(pool_name)
@@ -120,7 +125,19 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
         serving=own.serving if own is not None else None,
         slo_curve=SloCurve(load=list(curve.load), attainment=list(curve.attainment)),
         derived_on=pool.gpu,
+        derived_workload=derived_workload(spec, mix, curve),
     )
+
+
+def derived_workload(spec: ServingSpec, mix: LengthMix | TraceRequests, curve: CapacityCurve) -> str:
+    """What a derivation served, in words (a pool's ``derived_workload`` in ``scenario.resolved.yaml``)."""
+    replicas = spec.router_replicas
+    text = (f"{describe_mix(mix)}; Poisson arrivals, {replicas} × ({WARMUP_REQUESTS:,} warm-up + "
+            f"{spec.probe_requests:,}) requests")
+    text += f" over {replicas} replicas, {spec.routing} routing" if replicas > 1 else " on one replica"
+    if spec.prefix_caching == "enabled":
+        text += f"; prefix-cache hit rate at capacity {curve.hit_rate_at_capacity:.1%}"
+    return text
 
 
 def _gpu_name(name: str, scenario: Scenario, loc: tuple) -> str:
@@ -130,11 +147,14 @@ def _gpu_name(name: str, scenario: Scenario, loc: tuple) -> str:
         raise ScenarioError(loc, str(exc)) from None
 
 
-def _length_mix(lengths: str, model: ServedModel, base_dir: Path, loc: tuple) -> LengthMix:
-    if lengths == "fixed":
-        return LengthMix.fixed(model.demand.input_tokens, model.demand.output_tokens)
-    path = lengths if lengths == "azure-conv" else str(base_dir / lengths)
+def _requests(spec: ServingSpec, model: ServedModel, base_dir: Path, loc: tuple) -> LengthMix | TraceRequests:
+    """What the probe serves: the demand's mean lengths, or the trace's requests as given."""
+    if spec.lengths == "fixed":
+        return replace(LengthMix.fixed(model.demand.input_tokens, model.demand.output_tokens),
+                       shared_prefix_tokens=spec.shared_prefix_tokens, distinct_prompts=spec.distinct_prompts)
+    path = spec.lengths if spec.lengths == "azure-conv" else str(base_dir / spec.lengths)
     try:
-        return read_trace(path).length_mix()
+        return trace_requests(path, seed=spec.seed, shared_prefix_tokens=spec.shared_prefix_tokens,
+                              distinct_prompts=spec.distinct_prompts)
     except TraceError as exc:
         raise ScenarioError((*loc, "lengths"), str(exc)) from None

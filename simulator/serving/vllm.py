@@ -21,8 +21,9 @@ import numpy as np
 
 from simulator.serving.iteration import IterationModel, ServingConfigError
 from simulator.serving.prefix import BLOCK_TOKENS, block_keys
-from simulator.serving.replica import POLICIES, ServingResult
-from simulator.serving.vllm_engine import run_vllm
+from simulator.serving.replica import ServingResult
+from simulator.serving.routing import AFFINITY_LOAD_FACTOR, ROUTINGS, affinity_ranking, route_keys
+from simulator.serving.vllm_engine import serve_vllm
 
 DEFAULT_MAX_BATCHED_TOKENS = 8192
 
@@ -44,6 +45,7 @@ def simulate_vllm(
     policy: str = "least_outstanding",
     frontend_s: float | None = None,
     block_size: int = BLOCK_TOKENS,
+    affinity_load_factor: float = AFFINITY_LOAD_FACTOR,
 ) -> ServingResult:
     """Serve requests with vLLM V1 scheduling (module docstring).
 
@@ -58,9 +60,15 @@ def simulate_vllm(
         kv_preemption: allocate blocks as tokens are computed and preempt the newest request when
             they run out (vLLM); False reserves prompt + output blocks at admission.
         prefix_id, prefix_tokens, prompt_id: prompt content labels (:mod:`simulator.serving.prefix`).
-        replicas, policy: replicas behind a router, as :func:`simulate_router`.
+        replicas, policy: replicas behind a router: ``least_outstanding`` (alias ``least_loaded``),
+            ``round_robin`` or ``prefix_affinity`` (:mod:`simulator.serving.routing`).
         frontend_s: per-request front-end latency; default the model's ``frontend_s`` or 0.
         block_size: tokens per KV block.
+        affinity_load_factor: with ``prefix_affinity``, no replica takes a request while it holds
+            ``ceil(factor × mean outstanding after it)`` or more (>= 1; ``inf``: pure consistent hashing).
+
+    The result's ``cached_tokens`` holds the prompt tokens each request took from the prefix
+    cache when first admitted.
     """
     arrival = np.asarray(arrival_s, dtype=np.float64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
@@ -72,8 +80,10 @@ def simulate_vllm(
         raise ValueError("arrival times must be finite")
     if (prompt < 1).any() or (output < 1).any():
         raise ValueError("every request needs at least 1 prompt token and 1 output token")
-    if policy not in POLICIES:
-        raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {policy!r}")
+    if policy not in ROUTINGS:
+        raise ValueError(f"policy must be one of {', '.join(ROUTINGS)}, got {policy!r}")
+    if not affinity_load_factor >= 1:
+        raise ValueError(f"affinity_load_factor must be >= 1, got {affinity_load_factor}")
     if replicas < 1 or max_num_seqs < 1 or max_num_batched_tokens < 1 or block_size < 1:
         raise ValueError("replicas, max_num_seqs, max_num_batched_tokens and block_size must be >= 1")
     frontend = float(getattr(model, "frontend_s", 0.0) or 0.0) if frontend_s is None else float(frontend_s)
@@ -92,17 +102,23 @@ def simulate_vllm(
                 f"{blocks * block_size:,}; shorten the requests, use more GPUs per replica (tp) or fp8"
             )
     order = np.argsort(arrival, kind="stable")
+    affine = policy == "prefix_affinity" and replicas > 1
+    none = (np.full(n, -1, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    route_key, raw_keys = route_keys(n, prefix_id, prompt_id) if affine else none
+    ranking = affinity_ranking(raw_keys, int(replicas))
     admit, first, finish = (np.full(n, np.nan) for _ in range(3))
     replica = np.zeros(n, dtype=np.int64)
     preempted = np.zeros(n, dtype=np.int64)
-    iterations = run_vllm(
+    cached = np.zeros(n, dtype=np.int64)
+    iterations = serve_vllm(
         arrival[order] + frontend, prompt[order], output[order], start[order], count[order],
         keys, n_keys, model.params, int(max_num_seqs),
         int(max_num_batched_tokens), blocks, int(block_size), bool(prefix_caching), bool(kv_preemption),
-        int(replicas), POLICIES[policy], admit, first, finish, replica, preempted,
+        int(replicas), ROUTINGS[policy], route_key[order], ranking, float(affinity_load_factor),
+        admit, first, finish, replica, preempted, cached,
     )
     back = np.empty_like(order)
     back[order] = np.arange(n)
     return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back], replica[back],
-                         int(iterations), int(replicas), preempted[back])
+                         int(iterations), int(replicas), preempted[back], cached[back])
 

@@ -22,7 +22,8 @@ their content key when allocated (vLLM's ``cache_blocks``); freed blocks go to t
 free queue (a request's last block first) and allocation takes the head, dropping whatever
 cached content it held: least-recently-freed blocks are evicted first.
 
-Block content keys come from :mod:`simulator.serving.prefix`. The iteration time is
+Block content keys come from :mod:`simulator.serving.prefix`; with several replicas, arrivals are
+routed by :func:`simulator.serving.routing.pick_replica`. The iteration time is
 :func:`simulator.serving.batching.iteration_seconds`; clear this file's numba cache (or touch
 the file) when that function changes.
 """
@@ -32,14 +33,32 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.serving.batching import POLICY_ROUND_ROBIN, iteration_seconds
+from simulator.serving.batching import iteration_seconds
+from simulator.serving.routing import pick_replica
 
 
 @njit(cache=True)
 def run_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, params, max_seqs, budget,
              total_blocks, block_size, caching, preempt, n_replicas, policy,
              admit, first, finish, replica_of, preemptions):
-    """Simulate; fill the per-request output arrays; return the number of iterations."""
+    """:func:`serve_vllm` without prefix-affinity keys and without the cached-token output."""
+    n = arrival.shape[0]
+    return serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, params, max_seqs, budget,
+                      total_blocks, block_size, caching, preempt, n_replicas, policy,
+                      np.full(n, -1, dtype=np.int64), np.zeros((1, n_replicas), dtype=np.int64), 1.0,
+                      admit, first, finish, replica_of, preemptions, np.zeros(n, dtype=np.int64))
+
+
+@njit(cache=True)
+def serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, params, max_seqs, budget,
+               total_blocks, block_size, caching, preempt, n_replicas, policy, route_key, ranking, load_factor,
+               admit, first, finish, replica_of, preemptions, cached):
+    """Simulate; fill the per-request output arrays; return the number of iterations.
+
+    ``policy``, ``route_key``, ``ranking`` and ``load_factor`` route arrivals
+    (:func:`simulator.serving.routing.pick_replica`); ``cached`` receives the prompt tokens each
+    request took from the prefix cache when first admitted.
+    """
     n = arrival.shape[0]
     inf = np.inf
     max_blocks = 1
@@ -77,6 +96,7 @@ def run_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, params
     sched = np.zeros(n, dtype=np.int64)
     registered = np.zeros(n, dtype=np.int64)
     state = (bkey, bref, fprev, fnext, fhead, ftail, n_free, keymap, table, n_blk)
+    depth = np.zeros(ranking.shape[0], dtype=np.int64)  # replicas holding each affinity key
     iterations = 0
     i_next = 0
     while True:
@@ -113,12 +133,7 @@ def run_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, params
         # 2. Arrivals now: route each to a replica's waiting queue.
         while i_next < n and arrival[i_next] <= now:
             i = i_next
-            r = i % n_replicas
-            if policy != POLICY_ROUND_ROBIN:
-                r = 0
-                for q in range(1, n_replicas):
-                    if outstanding[q] < outstanding[r]:
-                        r = q
+            r = pick_replica(i, policy, n_replicas, outstanding, route_key, ranking, load_factor, depth)
             replica_of[i] = r
             wq[r, (w_head[r] + w_len[r]) % (n + 1)] = i
             w_len[r] += 1
@@ -195,6 +210,7 @@ def run_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, params
                               registered, state)
                 if np.isnan(admit[i]):
                     admit[i] = now
+                    cached[i] = hits * block_size
                 sched[i] = size
                 left -= size
                 run[r, n_run[r]] = i

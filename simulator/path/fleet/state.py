@@ -20,7 +20,9 @@ service, and stop their depreciation (they are taken as sold at net book value).
 out of service changes no cohort: they keep depreciating.
 
 Before any count or rate changes, ``before_change`` is called: that is how the step clock
-integrates the interval ending at this event with the fleet as it was during it.
+integrates the interval ending at this event with the fleet as it was during it; after a
+change of the fleet (not of training's holdings) ``after_change`` is, so that a step the
+change falls inside mixes the two fleets by time (:mod:`simulator.path.intra_step`).
 """
 
 from __future__ import annotations
@@ -49,11 +51,13 @@ class FleetState:
     """Counts of GPUs per pool and their cost rates, changed only through its methods."""
 
     def __init__(
-        self, env: simpy.Environment, plan: CompiledScenario, before_change: Callable[[], None]
+        self, env: simpy.Environment, plan: CompiledScenario, before_change: Callable[[], None],
+        after_change: Callable[[], None] = lambda: None,
     ) -> None:
         self.env = env
         self.plan = plan
         self._before_change = before_change
+        self._after_change = after_change
         n = len(plan.pool_names)
         self.installed = np.zeros(n, dtype=np.int64)
         self.failed = np.zeros(n, dtype=np.int64)
@@ -94,6 +98,7 @@ class FleetState:
             self._install_waiting()
         else:
             self._install(pool, count)
+        self._after_change()
 
     def remove(self, pool: int, count: int) -> None:
         """Retire ``count`` GPUs of ``pool`` now: oldest first, working before failed before out of service."""
@@ -115,6 +120,7 @@ class FleetState:
                 cohorts.popleft()
         self._recompute(pool)
         self._install_waiting()
+        self._after_change()
 
     def take_out_of_service(self, pool: int, count: int) -> int:
         """Take ``count`` GPUs of ``pool`` out of service now, working ones before failed ones
@@ -124,23 +130,31 @@ class FleetState:
         count = max(0, min(count, working + int(self.failed[pool])))
         self._retire_failed(pool, max(0, count - working))
         self.out_of_service[pool] += count
+        self._after_change()
         return count
 
     def return_to_service(self, pool: int, count: int) -> None:
         """Return up to ``count`` GPUs of ``pool`` that are out of service (the rest were removed)."""
         self._before_change()
         self.out_of_service[pool] -= min(count, int(self.out_of_service[pool]))
+        self._after_change()
 
     def set_training(self, pool: int, gpus: int) -> None:
         """Training jobs hold ``gpus`` GPUs of ``pool`` from now on."""
         self._before_change()
         self.training[pool] = gpus
 
+    def set_training_floor(self, pool: int, gpus: int) -> None:
+        """From now on ``gpus`` GPUs of ``pool`` are kept from inference for training."""
+        self._before_change()
+        self.training_floor[pool] = gpus
+
     def set_power_cap(self, kw: float) -> None:
         """A new site power cap from now on; waiting deliveries are installed if they fit."""
         self._before_change()
         self.power_cap_kw = kw
         self._install_waiting()
+        self._after_change()
 
     # -- internals -------------------------------------------------------------------------
     def _install_waiting(self) -> None:
@@ -193,6 +207,7 @@ class FleetState:
             self._before_change()
             cohort.depreciating = False
             self._recompute(pool)
+            self._after_change()
 
     def _retire(self, pool: int, cohort: Cohort, after: float):
         yield self.env.timeout(after)

@@ -18,7 +18,8 @@ import simpy
 
 from simulator.path.streams import STREAM_TRAINING
 from simulator.path.training.job_table import JobTable
-from simulator.path.training.loop import (
+from simulator.path.training.loop import train_and_integrate
+from simulator.path.training.loop_layout import (
     C_LAUNCH_ID,
     C_SEQ,
     F_END,
@@ -26,7 +27,6 @@ from simulator.path.training.loop import (
     NORMAL,
     POLICY_CODES,
     SEQ_BITS,
-    train_and_integrate,
 )
 from simulator.path.training.loop_state import TrainingState
 from simulator.path.training.runtime import launch_demand, launch_inputs
@@ -44,7 +44,8 @@ class CompiledTraining:
                                                for stream in plan.job_streams])
         self.launches = launch_inputs(plan, generator)  # job name -> [(model, delay, factor, rng)]
         self.state = TrainingState(self.jobs, len(plan.pool_names), plan.n_steps, plan.training_mode,
-                                   plan.training_partition, plan.training_review_s, set(self.launches))
+                                   plan.training_partition, plan.training_review_s, set(self.launches),
+                                   plan.day_offset_s, bool((plan.burst > 0).any()))
         self.policy = POLICY_CODES[plan.training_policy]
         # Working arrays of the loop's placements (GPUs open per pool; replicas, load per slot; unplaced).
         self.placement = (np.zeros(len(plan.pool_names), dtype=np.int64), np.zeros(plan.preferences.shape, dtype=np.int64),
@@ -72,7 +73,7 @@ class CompiledTraining:
             return
         plan, state, fleet = self.plan, self.state, clock.fleet
         serve = (clock.demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences, plan.api_mode,
-                 *self.placement)
+                 plan.burst, *self.placement)
         fleet_arrays = (fleet.installed, fleet.failed, fleet.out_of_service, fleet.training, fleet.training_floor,
                         plan.preempt)
         arrays = (state.pool, state.gpus, state.priority, state.floats, state.ints, state.modes, state.partitions,

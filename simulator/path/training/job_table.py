@@ -19,7 +19,7 @@ from simulator.path.training.jobs import Job
 from simulator.path.training.sources import JobSpec, StreamSpec
 
 SPEC_COLUMNS = ("pool", "gpus", "submit_s", "priority", "work_s", "checkpoint_s", "checkpoint_time_s", "restart_s",
-                "failure_rate_gpu_s")
+                "failure_rate_gpu_s", "max_preemptions_per_day")
 OUTCOME_COLUMNS = ("done_s", "start_s", "end_s", "held_gpu_s", "running_since", "preemptions", "interruptions",
                    "needs_restart", "running")
 
@@ -48,6 +48,7 @@ class JobTable(Sequence):
             "checkpoint_time_s": np.array([s.checkpoint_time_s for s in specs], dtype=float),
             "restart_s": np.array([s.restart_s for s in specs], dtype=float),
             "failure_rate_gpu_s": np.array([s.failure_rate_gpu_s for s in specs], dtype=float),
+            "max_preemptions_per_day": np.array([s.max_preemptions_per_day for s in specs], dtype=np.int64),
         }]
         names = [s.name for s in specs]
         named = [s.named for s in specs]
@@ -60,6 +61,7 @@ class JobTable(Sequence):
                 "checkpoint_time_s": np.full(n, stream.checkpoint_time_s, dtype=float),
                 "restart_s": np.full(n, stream.restart_s, dtype=float),
                 "failure_rate_gpu_s": np.full(n, stream.failure_rate_gpu_s, dtype=float),
+                "max_preemptions_per_day": np.full(n, stream.max_preemptions_per_day, dtype=np.int64),
             })
             names.extend(f"{stream.name}-{i}" for i in range(n))
             named.extend([False] * n)
@@ -79,7 +81,8 @@ class JobTable(Sequence):
         job = Job(self.names[index], int(c["pool"][index]), int(c["gpus"][index]), float(c["submit_s"][index]),
                   int(c["priority"][index]), float(c["work_s"][index]), float(c["checkpoint_s"][index]),
                   float(c["checkpoint_time_s"][index]), float(c["restart_s"][index]),
-                  float(c["failure_rate_gpu_s"][index]), int(index), bool(self.named[index]))
+                  float(c["failure_rate_gpu_s"][index]), int(index), bool(self.named[index]),
+                  max_preemptions_per_day=int(c["max_preemptions_per_day"][index]))
         if self.outcome:
             o = self.outcome
             job.done_s, job.held_gpu_s = float(o["done_s"][index]), float(o["held_gpu_s"][index])

@@ -32,6 +32,9 @@ class Job:
     failure_rate_gpu_s: float  # interruptions per GPU-second
     order: int  # submission order, breaks ties
     named: bool = False  # an explicit job: its completion date is summarized
+    max_preemptions_per_day: int = -1  # -1: no cap
+    preempt_day: int = -1  # the calendar day of its last preemption (days since 1970-01-01, UTC)
+    preempted_today: int = 0  # its preemptions on that day
     done_s: float = 0.0  # checkpointed (safe) work
     start_s: float | None = None
     end_s: float | None = None

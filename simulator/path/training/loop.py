@@ -16,8 +16,10 @@ State lives in arrays (:class:`~simulator.path.training.loop_state.TrainingState
 one compiled call can go on from where the last one stopped; a call stops early only when a
 job that a launch waits for ends (the engine then starts the launch, a SimPy event).
 
-Every compiled function of the loop is in this one module: numba's on-disk cache notices a
-change of a function's own file only, so a callee kept elsewhere could go stale in the cache.
+The state's layout is :mod:`~simulator.path.training.loop_layout`, its event heap
+:mod:`~simulator.path.training.event_heap`. (numba's on-disk cache notices a change of a
+function's own file only; the cache folder is keyed by every compiled source instead,
+:mod:`simulator.compiled_cache`.)
 """
 
 from __future__ import annotations
@@ -27,132 +29,63 @@ import math
 import numpy as np
 from numba import njit
 
-from simulator.path.jit_options import NO_REFCOUNT, REFCOUNT
-from simulator.path.kernels import (
-    integrate_interval,
-    open_to_inference,
-    place_replicas,
-    step_scratch,
+from simulator.path.jit_options import NO_REFCOUNT
+from simulator.path.kernels import KERNEL_STOP_FROM, integrate_interval, step_scratch
+from simulator.path.placement import open_to_inference, place_replicas
+from simulator.path.training.event_heap import drop_void, pop, push
+from simulator.path.training.loop_layout import (
+    C_CAPPED,
+    C_HEAP,
+    C_LAUNCH_ID,
+    C_NEED_STEP,
+    C_NEXT_JOB,
+    C_QUEUED,
+    C_RUNNING,
+    C_SEQ,
+    C_SHARED_PREEMPT,
+    C_STOPPED_JOB,
+    EV_JOB_FAILED,
+    EV_JOB_INIT,
+    EV_JOB_RESTARTED,
+    EV_JOB_SEGMENT,
+    EV_REVIEW,
+    EV_REVIEW_INIT,
+    EV_SUBMIT,
+    F_CKPT,
+    F_CKPT_TIME,
+    F_DONE,
+    F_END,
+    F_HELD,
+    F_RATE,
+    F_RESTART,
+    F_SEGMENT,
+    F_SINCE,
+    F_START,
+    F_SUBMIT,
+    F_WORK,
+    I_INTERRUPTIONS,
+    I_LAUNCH,
+    I_PREEMPTIONS,
+    I_RESTART,
+    I_RUNNING,
+    I_VERSION,
+    LAUNCH_JOB_ENDED,
+    MODE_DEDICATED,
+    MODE_PREEMPT,
+    NORMAL,
+    REACHED,
+    URGENT,
 )
+from simulator.path.training.preemption_caps import (
+    count_preemption,
+    is_protected,
+    next_midnight_step,
+    protect,
+)
+from simulator.path.training.queue_choice import chosen_to_start
 
-# Event kinds.
-EV_SUBMIT = 0  # the submitter wakes for the next job
-EV_REVIEW_INIT = 1  # a pool's review process starts (schedules its first review)
-EV_REVIEW = 2
-EV_JOB_INIT = 3  # a job's run starts (restart first if it needs one)
-EV_JOB_RESTARTED = 4
-EV_JOB_SEGMENT = 5  # a checkpoint segment ends (work saved)
-EV_JOB_FAILED = 6  # a GPU of the job failed: the segment's work is lost
-URGENT, NORMAL = 0, 1  # SimPy's priorities: a process start comes before timeouts at one instant
-SEQ_BITS = 1 << 40
 _ALL_STEPS = 1 << 40  # a step bound past any horizon
-
-MODE_DEDICATED, MODE_LEFTOVER, MODE_PREEMPT = 0, 1, 2
-POLICY_FIFO, POLICY_PRIORITY, POLICY_SHORTEST, POLICY_EASY = 0, 1, 2, 3
-POLICY_CODES = {"fifo": POLICY_FIFO, "priority": POLICY_PRIORITY, "shortest_first": POLICY_SHORTEST,
-                "easy_backfill": POLICY_EASY}
-MODE_CODES = {"dedicated": MODE_DEDICATED, "leftover": MODE_LEFTOVER, "preempt": MODE_PREEMPT}
-
-# Integer counters (TrainingState.counters, simulator.path.training.loop_state).
-C_HEAP, C_SEQ, C_NEXT_JOB, C_STOPPED_JOB, C_QUEUED, C_RUNNING, C_NEED_STEP, C_LAUNCH_ID = range(8)
-# Return codes of ``train_and_integrate``.
-REACHED, LAUNCH_JOB_ENDED = 0, 1
-
-
-# Columns of TrainingState.floats and .ints (simulator.path.training.loop_state).
-F_SUBMIT, F_WORK, F_CKPT, F_CKPT_TIME, F_RESTART, F_RATE, F_DONE, F_START, F_END, F_HELD, F_SINCE, F_SEGMENT = range(12)
-I_LAUNCH, I_PREEMPTIONS, I_INTERRUPTIONS, I_RESTART, I_RUNNING, I_VERSION = range(6)
-
-
-@njit(cache=True, inline="always")
-def _move(heap_time, heap_key, heap_event, to, source):
-    """Copy heap entry ``source`` over entry ``to``."""
-    heap_time[to] = heap_time[source]
-    heap_key[to] = heap_key[source]
-    for c in range(3):
-        heap_event[to, c] = heap_event[source, c]
-
-
-@njit(cache=True, inline="always")
-def _put(heap_time, heap_key, heap_event, i, time, key, kind, arg, version):
-    heap_time[i] = time
-    heap_key[i] = key
-    heap_event[i, 0], heap_event[i, 1], heap_event[i, 2] = kind, arg, version
-
-
-@njit(cache=True, inline="always")
-def _push(heap_time, heap_key, heap_event, counters, time, priority, kind, arg, version):
-    seq = counters[C_SEQ]
-    counters[C_SEQ] = seq + 1
-    key = priority * SEQ_BITS + seq
-    i = counters[C_HEAP]
-    counters[C_HEAP] = i + 1
-    while i > 0:
-        parent = (i - 1) // 2
-        if heap_time[parent] < time or (heap_time[parent] == time and heap_key[parent] < key):
-            break
-        _move(heap_time, heap_key, heap_event, i, parent)
-        i = parent
-    _put(heap_time, heap_key, heap_event, i, time, key, kind, arg, version)
-
-
-@njit(cache=True, **NO_REFCOUNT)
-def _sift_down(heap_time, heap_key, heap_event, i, n):
-    """Move entry ``i`` down the first ``n`` entries until both children come after it."""
-    time, key = heap_time[i], heap_key[i]
-    e0, e1, e2 = heap_event[i, 0], heap_event[i, 1], heap_event[i, 2]
-    while True:
-        child = 2 * i + 1
-        if child >= n:
-            break
-        right = child + 1
-        if right < n and (heap_time[right] < heap_time[child] or (
-                heap_time[right] == heap_time[child] and heap_key[right] < heap_key[child])):
-            child = right
-        if time < heap_time[child] or (time == heap_time[child] and key < heap_key[child]):
-            break
-        _move(heap_time, heap_key, heap_event, i, child)
-        i = child
-    _put(heap_time, heap_key, heap_event, i, time, key, e0, e1, e2)
-
-
-@njit(cache=True, **NO_REFCOUNT)
-def _pop(heap_time, heap_key, heap_event, counters):
-    """Remove the earliest event; return (kind, arg, version)."""
-    kind, arg, version = heap_event[0, 0], heap_event[0, 1], heap_event[0, 2]
-    n = counters[C_HEAP] - 1
-    counters[C_HEAP] = n
-    if n > 0:
-        _move(heap_time, heap_key, heap_event, 0, n)
-        _sift_down(heap_time, heap_key, heap_event, 0, n)
-    return kind, arg, version
-
-
-@njit(cache=True, **NO_REFCOUNT)
-def _drop_void(heap_time, heap_key, heap_event, counters, ints):
-    """Remove the events of runs that were preempted (left in place until they come up) and
-    rebuild the heap. Keys are unique, so the order events come out in does not change."""
-    kept = 0
-    for i in range(counters[C_HEAP]):
-        kind, arg = heap_event[i, 0], heap_event[i, 1]
-        if kind >= EV_JOB_INIT and heap_event[i, 2] != ints[arg, I_VERSION]:
-            continue
-        _move(heap_time, heap_key, heap_event, kept, i)
-        kept += 1
-    counters[C_HEAP] = kept
-    for i in range(kept // 2 - 1, -1, -1):
-        _sift_down(heap_time, heap_key, heap_event, i, kept)
-
-
-@njit(cache=True, **NO_REFCOUNT)
-def remaining_wall(floats, ints, j):
-    """Expected wall time for job ``j`` to finish if nothing interrupts it (as ``Job.remaining_wall_s``)."""
-    left = max(floats[j, F_WORK] - floats[j, F_DONE], 0.0)
-    ckpt = floats[j, F_CKPT]
-    writes = 0.0
-    if math.isfinite(ckpt):
-        writes = float(max(math.ceil(left / ckpt - 1e-9) - 1, 0))
-    return (floats[j, F_RESTART] if ints[j, I_RESTART] else 0.0) + left + writes * floats[j, F_CKPT_TIME]
+_AFTER_STOP_FROM = KERNEL_STOP_FROM + 1  # (a constant, so that numba slices the arguments' tuple statically)
 
 
 @njit(cache=True, inline="always")
@@ -165,19 +98,19 @@ def _step_of(seconds, step_s):
 def _need(now, step_s, st, serve, fleet):
     """GPUs per pool inference places in the step a change made at ``now`` takes effect, into
     ``st[14]`` (kept until the fleet or the GPUs jobs hold outside ``preempt`` pools change):
-    :func:`~simulator.path.kernels.inference_gpus`, on the working arrays ``serve`` carries."""
+    :func:`~simulator.path.placement.inference_gpus`, on the working arrays ``serve`` carries."""
     counters, need = st[13], st[14]
     step = _step_of(now, step_s)
     if counters[C_NEED_STEP] == step:
         return
-    demand, capacity_per_step, gpus_per_replica, preferences, api_mode, free, taken, load, unplaced = serve
+    demand, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, free, taken, load, unplaced = serve
     installed, failed, out_of_service, training, training_floor, preempt = fleet
     for p in range(need.shape[0]):
         need[p] = 0
     if step < demand.shape[0]:
         open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
-        place_replicas(demand, step, capacity_per_step, gpus_per_replica, preferences, api_mode, free, need, taken,
-                       load, unplaced)
+        place_replicas(demand, step, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, training,
+                       training_floor, preempt, free, need, taken, load, unplaced)
     counters[C_NEED_STEP] = step
 
 
@@ -197,16 +130,21 @@ def _free(p, now, step_s, st, serve, fleet):
 def _schedule(st, now, kind, arg, priority=NORMAL):
     heap_time, heap_key, heap_event, counters = st[10], st[11], st[12], st[13]
     if counters[C_HEAP] == heap_time.shape[0]:  # full of void events: at most one live per job
-        _drop_void(heap_time, heap_key, heap_event, counters, st[4])
+        drop_void(heap_time, heap_key, heap_event, counters, st[4])
     version = st[4][arg, I_VERSION] if kind >= EV_JOB_INIT else 0
-    _push(heap_time, heap_key, heap_event, counters, now, priority, kind, arg, version)
+    push(heap_time, heap_key, heap_event, counters, now, priority, kind, arg, version)
 
 
 @njit(cache=True, inline="always")
-def _set_training(p, st, fleet):
-    """The GPUs jobs hold in pool ``p``, as the fleet (and the step kernel) sees them."""
+def _set_training(p, now, st, fleet):
+    """The GPUs jobs hold in pool ``p``, as the fleet (and the step kernel) sees them, and
+    those of them kept from inference (:mod:`~simulator.path.training.preemption_caps`)."""
     fleet[3][p] = st[9][p, 2]
     if st[5][p] != MODE_PREEMPT:  # what inference may use there changed
+        st[13][C_NEED_STEP] = -1
+    elif st[13][C_SHARED_PREEMPT]:  # caps or a model preempting last: inference sees jobs' GPUs here too
+        if st[13][C_CAPPED]:
+            protect(p, now, st, fleet)
         st[13][C_NEED_STEP] = -1
 
 
@@ -238,7 +176,7 @@ def _start(j, now, st, fleet):
         floats[j, F_START] = now
     floats[j, F_SINCE] = now
     ints[j, I_RUNNING] = 1
-    _set_training(p, st, fleet)
+    _set_training(p, now, st, fleet)
     ints[j, I_VERSION] += 1  # a new run: events of an earlier one are void
     _schedule(st, now, EV_JOB_INIT, j, URGENT)
 
@@ -253,7 +191,7 @@ def _release(j, now, st, fleet):
     ints[j, I_RUNNING] = 0
     ints[j, I_VERSION] += 1
     floats[j, F_HELD] += (now - floats[j, F_SINCE]) * gpus[j]
-    _set_training(p, st, fleet)
+    _set_training(p, now, st, fleet)
 
 
 @njit(cache=True, **NO_REFCOUNT)
@@ -271,77 +209,11 @@ def _enqueue(j, st):
     counters[C_QUEUED] += 1
 
 
-@njit(cache=True, **REFCOUNT)
-def _chosen(p, free, now, policy, st):
-    """How many queued jobs of pool ``p`` start now; they are written, in the order they start
-    (the policies of :mod:`simulator.path.training.policies`), into the scratch array
-    ``st[15]``."""
-    gpus, priority, floats, ints, queue, running, lengths = st[1], st[2], st[3], st[4], st[7], st[8], st[9]
-    started, ends, sizes = st[15], st[16], st[17]
-    n = lengths[p, 0]
-    if free <= 0:  # every job needs a GPU: nothing starts, nothing backfills
-        return 0
-    waiting = queue[p, :n]
-    if policy == POLICY_PRIORITY:
-        waiting = waiting[np.argsort(-priority[waiting], kind="mergesort")]
-    elif policy == POLICY_SHORTEST:
-        walls = np.empty(n)
-        for i in range(n):
-            walls[i] = remaining_wall(floats, ints, waiting[i])
-        waiting = waiting[np.argsort(walls, kind="mergesort")]
-    count = 0
-    i = 0
-    while i < n and gpus[waiting[i]] <= free:  # head of line while the head fits
-        started[count] = waiting[i]
-        count += 1
-        free -= gpus[waiting[i]]
-        i += 1
-    if policy != POLICY_EASY or i == n or free <= 0:
-        return count
-    head = waiting[i]
-    fits = False  # can any later job start now at all? (the shadow time is not needed if not)
-    for w in range(i + 1, n):
-        if gpus[waiting[w]] <= free:
-            fits = True
-            break
-    if not fits:
-        return count
-    # Shadow time: when enough running jobs (and those just started) have ended for the head
-    # to fit, taking them by (end, GPUs).
-    n_running = lengths[p, 1]
-    size = n_running + count
-    for r in range(size):
-        job = running[p, r] if r < n_running else started[r - n_running]
-        ends[r], sizes[r] = now + remaining_wall(floats, ints, job), gpus[job]
-    by_size = np.argsort(sizes[:size], kind="mergesort")
-    order = by_size[np.argsort(ends[:size][by_size], kind="mergesort")]
-    available, shadow, extra = free, np.inf, 0
-    for r in order:
-        available += sizes[r]
-        if available >= gpus[head]:
-            shadow, extra = ends[r], available - gpus[head]
-            break
-    for w in range(i + 1, n):
-        job = waiting[w]
-        if gpus[job] > free:
-            continue
-        ends_in_time = now + remaining_wall(floats, ints, job) <= shadow + 1e-9
-        if ends_in_time or gpus[job] <= extra:
-            started[count] = job
-            count += 1
-            free -= gpus[job]
-            if not ends_in_time:
-                extra -= gpus[job]
-            if free <= 0:
-                break
-    return count
-
-
 @njit(cache=True, **NO_REFCOUNT)
 def _try_start(p, now, policy, step_s, st, serve, fleet):
     if st[9][p, 0] == 0:
         return
-    count = _chosen(p, _free(p, now, step_s, st, serve, fleet), now, policy, st)
+    count = chosen_to_start(p, _free(p, now, step_s, st, serve, fleet), now, policy, st)
     for i in range(count):
         _start(st[15][i], now, st, fleet)
 
@@ -438,7 +310,7 @@ def run_events(last_step, until_s, until_key, policy, review_s, step_s, rng, st,
         now = heap_time[0]
         if now > until_s or (now == until_s and heap_key[0] >= until_key) or _step_of(now, step_s) > last_step:
             return False
-        kind, arg, version = _pop(heap_time, heap_key, heap_event, counters)
+        kind, arg, version = pop(heap_time, heap_key, heap_event, counters)
         if kind >= EV_JOB_INIT and version != st[4][arg, I_VERSION]:
             continue  # the run it belonged to was preempted
         if _handle(kind, arg, now, policy, review_s, step_s, rng, st, serve, fleet):
@@ -482,8 +354,8 @@ def _first_step_with_effect(k1, step_s, st):
 @njit(cache=True)
 def preempt_for_inference(k, policy, step_s, st, serve, fleet):
     """At step ``k``'s start, preempt jobs in ``preempt`` pools whose GPUs inference needs
-    (lowest priority, then latest started, then latest submitted first), then let those
-    pools' queues start what still fits."""
+    (lowest priority, then latest started, then latest submitted first; never a job that has
+    used up today's preemptions), then let those pools' queues start what still fits."""
     priority, floats, ints, running, lengths, modes = st[2], st[3], st[4], st[8], st[9], st[5]
     installed, failed, out_of_service = fleet[0], fleet[1], fleet[2]
     n_pools = installed.shape[0]
@@ -502,8 +374,11 @@ def preempt_for_inference(k, policy, step_s, st, serve, fleet):
             for r in range(lengths[p, 1]):
                 job = running[p, r]
                 key = (priority[job], -floats[job, F_SINCE], -job)
-                if victim < 0 or key < best:
+                if (victim < 0 or key < best) and not is_protected(job, now, st):
                     victim, best = job, key
+            if victim < 0:  # only protected jobs left (inference was never open to their GPUs)
+                break
+            count_preemption(victim, now, st)
             _release(victim, now, st, fleet)
             ints[victim, I_PREEMPTIONS] += 1
             ints[victim, I_RESTART] = 1
@@ -545,10 +420,17 @@ def train_and_integrate(k0, k1, until_s, until_key, policy, review_s, rng, st, s
         last = k1
         if counters[C_HEAP] > 0:
             last = min(k1, max(k + 1, _first_step_with_effect(k1, step_s, st)))
+        if counters[C_CAPPED]:  # protections end at midnight: recompute them at each day's first step
+            for p in range(installed.shape[0]):
+                if st[5][p] == MODE_PREEMPT:
+                    protect(p, k * step_s, st, fleet)
+            counters[C_NEED_STEP] = -1
+            last = min(last, next_midnight_step(k, step_s, st))
         queued_out[k:last] = counters[C_QUEUED]
         running_out[k:last] = counters[C_RUNNING]
         stop_from = k + 1 if checked == k else k
-        reached = integrate_interval(k, last, *kernel_args[:20], stop_from, *kernel_args[21:], scratch)
+        reached = integrate_interval(k, last, *kernel_args[:KERNEL_STOP_FROM], stop_from,
+                                     *kernel_args[_AFTER_STOP_FROM:], scratch, 0)
         counters[C_NEED_STEP] = -1  # failures in those steps changed the fleet
         if reached < last:
             # The events passed over up to that step come first, as they would have run

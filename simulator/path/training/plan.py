@@ -27,9 +27,10 @@ def _failure_rate_gpu_s(scenario: Scenario, pool: int, spec: Checkpointing) -> f
     return 0.0 if failures is None else failures.rate_per_gpu_hour / 3600.0
 
 
-def _checkpointing(scenario: Scenario, pool: int, spec: Checkpointing) -> tuple[float, float, float, float]:
+def _checkpointing(scenario: Scenario, pool: int, spec: Checkpointing) -> tuple[float, float, float, float, int]:
     interval = spec.checkpoint_interval if spec.checkpoint_interval is not None else math.inf
-    return interval, spec.checkpoint_time, spec.restart_time, _failure_rate_gpu_s(scenario, pool, spec)
+    cap = -1 if spec.max_preemptions_per_day is None else spec.max_preemptions_per_day
+    return interval, spec.checkpoint_time, spec.restart_time, _failure_rate_gpu_s(scenario, pool, spec), cap
 
 
 def training_jobs(scenario: Scenario, pools: dict[str, int]) -> tuple[JobSpec, ...]:
@@ -40,7 +41,8 @@ def training_jobs(scenario: Scenario, pools: dict[str, int]) -> tuple[JobSpec, .
     for job in training.jobs:
         pool = pools[job.pool]
         specs.append(JobSpec(job.name, pool, job.gpus, horizon.offset_of(job.submit), job.priority,
-                             work_seconds(scenario, job), *_checkpointing(scenario, pool, job), named=True))
+                             work_seconds(scenario, job), *_checkpointing(scenario, pool, job), named=True,
+                             usd_per_day_late=job.usd_per_day_late or 0.0))
     for trace in training.traces:
         pool = pools[trace.pool]
         for i, (submit, gpus, duration) in enumerate(trace.rows):

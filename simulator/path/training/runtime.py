@@ -73,6 +73,10 @@ def start_training(env: simpy.Environment, fleet, clock, plan, generator) -> Tra
     for pool in used:
         if plan.training_mode[pool] != "dedicated":
             env.process(schedulers[pool].review(plan.training_review_s))
+    capped = {job.pool for job in jobs if job.max_preemptions_per_day >= 0}
+    for pool in sorted(capped):
+        if plan.training_mode[pool] == "preempt":
+            env.process(schedulers[pool].midnights())
     by_name = {job.name: job for job in jobs}
     for job_name, launches in launch_inputs(plan, generator).items():
         job = by_name[job_name]

@@ -9,8 +9,10 @@ what the first cannot hold). In ``preempt`` mode inference comes first in every 
 step clock stops at the start of a step where inference needs GPUs that jobs hold, and
 :meth:`PoolScheduler.preempt_for_inference` preempts jobs (lowest priority, then latest
 started first) until it has them; they lose the work since their last checkpoint and go
-back to the queue. In ``leftover`` mode jobs keep their GPUs and inference makes do. The
-queue is re-examined when a job arrives or ends and every ``review_every``.
+back to the queue; a job that has used up its preemptions for the day is never preempted
+and its GPUs are kept from inference (:mod:`simulator.path.training.preemption_caps`). In
+``leftover`` mode jobs keep their GPUs and inference makes do. The queue is re-examined when
+a job arrives or ends and every ``review_every``.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import numpy as np
 import simpy
 
 from simulator.path.fleet.state import FleetState
-from simulator.path.kernels import inference_gpus
+from simulator.path.placement import inference_gpus
 from simulator.path.training.jobs import Job, run_job
 from simulator.path.training.policies import Policy
+from simulator.path.training.preemption_caps import calendar_day
 
 
 class TrainingLog:
@@ -78,6 +81,19 @@ class PoolScheduler:
     def held(self) -> int:
         return sum(job.gpus for job in self.running)
 
+    def protected(self, job: Job) -> bool:
+        """Whether ``job`` has used up today's preemptions."""
+        day = calendar_day(self.env.now, self.clock.plan.day_offset_s)
+        cap = job.max_preemptions_per_day
+        return cap >= 0 and job.preempt_day == day and job.preempted_today >= cap
+
+    def protect(self) -> None:
+        """Keep from inference the GPUs the protected running jobs of a ``preempt`` pool hold."""
+        if self.mode == "preempt":
+            kept = sum(job.gpus for job in self.running if self.protected(job))
+            if kept != self.fleet.training_floor[self.pool]:
+                self.fleet.set_training_floor(self.pool, kept)
+
     def _inference_need(self) -> int:
         """GPUs inference places on this pool in the step a change made now takes effect."""
         plan, fleet = self.clock.plan, self.fleet
@@ -85,7 +101,7 @@ class PoolScheduler:
         if step >= plan.n_steps:
             return 0
         need = inference_gpus(self.clock.requests_at(step), plan.capacity_per_step, plan.gpus_per_replica,
-                              plan.preferences, plan.api_mode, fleet.installed, fleet.failed, fleet.out_of_service,
+                              plan.preferences, plan.api_mode, plan.burst, fleet.installed, fleet.failed, fleet.out_of_service,
                               fleet.training, fleet.training_floor, plan.preempt)
         return int(need[self.pool])
 
@@ -117,6 +133,7 @@ class PoolScheduler:
         job.running_since = self.env.now
         job.running = True
         self.fleet.set_training(self.pool, self.held)
+        self.protect()
         job.process = self.env.process(run_job(self.env, job, self.rng, self._done))
 
     def _release(self, job: Job) -> None:
@@ -124,6 +141,7 @@ class PoolScheduler:
         job.running = False
         job.held_gpu_s += (self.env.now - job.running_since) * job.gpus
         self.fleet.set_training(self.pool, self.held)
+        self.protect()
 
     def _done(self, job: Job) -> None:
         self._release(job)
@@ -137,13 +155,17 @@ class PoolScheduler:
         if self.mode != "preempt" or not self.running:
             return False
         deficit = self._inference_need() - (int(self.fleet.available[self.pool]) - self.held)
-        victims = sorted(self.running, key=lambda job: (job.priority, -job.running_since, -job.order))
+        victims = sorted((job for job in self.running if not self.protected(job)),
+                         key=lambda job: (job.priority, -job.running_since, -job.order))
         preempted = False
+        day = calendar_day(self.env.now, self.clock.plan.day_offset_s)
         for job in victims:
             if deficit <= 0:
                 break
             job.process.interrupt("preempted by inference")
             job.preemptions += 1
+            job.preempted_today = job.preempted_today + 1 if job.preempt_day == day else 1
+            job.preempt_day = day
             job.needs_restart = True  # at once: a queue examined now sees the restart it will need
             self._release(job)
             self.queue.append(job)
@@ -151,6 +173,17 @@ class PoolScheduler:
             deficit -= job.gpus
             preempted = True
         return preempted
+
+    def midnights(self):
+        """Protections end at each midnight (UTC): recompute them then."""
+        plan = self.clock.plan
+        while True:
+            day = calendar_day(self.env.now, plan.day_offset_s)
+            midnight = (day + 1) * 86_400.0 - plan.day_offset_s
+            if midnight >= plan.horizon_s:
+                return
+            yield self.env.timeout(midnight - self.env.now)
+            self.protect()
 
     def review(self, every: float):
         """Re-examine the queue periodically: the room for training moves with inference."""

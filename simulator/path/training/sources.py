@@ -25,7 +25,9 @@ class JobSpec:
     checkpoint_time_s: float
     restart_s: float
     failure_rate_gpu_s: float
+    max_preemptions_per_day: int = -1  # -1: no cap
     named: bool = False
+    usd_per_day_late: float = 0.0  # what each day late costs (a named job's; reported, not booked)
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class StreamSpec:
     checkpoint_time_s: float
     restart_s: float
     failure_rate_gpu_s: float
+    max_preemptions_per_day: int = -1
 
 
 def stream_job_arrays(stream: StreamSpec, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -69,7 +72,8 @@ def stream_jobs(stream: StreamSpec, rng: np.random.Generator) -> list[JobSpec]:
     drawn = stream_job_arrays(stream, rng)
     return [
         JobSpec(f"{stream.name}-{i}", stream.pool, int(g), float(t), stream.priority, float(d),
-                stream.checkpoint_s, stream.checkpoint_time_s, stream.restart_s, stream.failure_rate_gpu_s)
+                stream.checkpoint_s, stream.checkpoint_time_s, stream.restart_s, stream.failure_rate_gpu_s,
+                stream.max_preemptions_per_day)
         for i, (t, g, d) in enumerate(zip(drawn["submit_s"], drawn["gpus"], drawn["work_s"], strict=True))
     ]
 
@@ -80,7 +84,7 @@ def make_jobs(specs: list[JobSpec]) -> list[Job]:
     return [
         Job(s.name, s.pool, s.gpus, s.submit_s, s.priority, s.work_s,
             s.checkpoint_s if s.checkpoint_s > 0 else math.inf, s.checkpoint_time_s, s.restart_s,
-            s.failure_rate_gpu_s, order, s.named)
+            s.failure_rate_gpu_s, order, s.named, max_preemptions_per_day=s.max_preemptions_per_day)
         for order, (_, s) in enumerate(ordered)
     ]
 
