@@ -14,6 +14,8 @@ agree (max abs difference) and prints a small table. It also times the vLLM V1 s
 policy (``simulator.serving.vllm.simulate_vllm``: token budget = the chunk or 8192, prefix
 caching on, KV preemption) on the same workload and model, reported against the same SimPy
 time (a speed figure only: its schedule differs from the contract semantics SimPy models).
+It also times a closed loop of ``--max-batch`` users (``simulate_router(..., users=N)``, what
+``fleetcast serving --concurrency`` runs) over the same request lengths.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from serving_simpy import simpy_replica  # noqa: E402
 
-from simulator.serving import LinearIterationModel, simulate_replica  # noqa: E402
+from simulator.serving import LinearIterationModel, simulate_replica, simulate_router  # noqa: E402
 from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm  # noqa: E402
 from tests.serving_reference import OUTPUT_KEYS, make_workload, reference_replica  # noqa: E402
 
@@ -101,6 +103,11 @@ def main(argv: list[str] | None = None) -> int:
                  for _ in range(max(1, args.repeats))]
     vllm_s = statistics.median(vllm_runs)
 
+    # Closed loop (fleetcast serving --concurrency): the same requests, max_batch users, no arrivals given.
+    closed_runs = [_timed(simulate_router, None, prompt, output, model,
+                          users=args.max_batch, **opts)[0] for _ in range(max(1, args.repeats))]
+    closed_s = statistics.median(closed_runs)
+
     simpy_runs = []
     for _ in range(max(1, args.simpy_repeats)):
         elapsed, simpy_res = _timed(simpy_replica, arrival, prompt, output, BASE_S, PER_TOKEN_S, **opts)
@@ -137,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         "ratio_simpy_over_engine": simpy_s / engine_s,
         "vllm_engine_s": vllm_s,
         "ratio_simpy_over_vllm_engine": simpy_s / vllm_s,
+        "closed_loop_engine_s": closed_s,
         "reference_s": reference_s,
         "ratio_reference_over_engine": None if reference_s is None else reference_s / engine_s,
         "max_abs_diff_engine_vs_simpy_s": diff_simpy,
@@ -151,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
         ("ratio SimPy / engine", f"{simpy_s / engine_s:10.1f} x"),
         (f"engine, vLLM V1 policy (median of {len(vllm_runs)})", f"{vllm_s:10.4f} s"),
         ("ratio SimPy / vLLM-policy engine", f"{simpy_s / vllm_s:10.1f} x"),
+        (f"engine, closed loop of {args.max_batch} users (median)", f"{closed_s:10.4f} s"),
     ]
     if reference_s is not None:
         rows += [

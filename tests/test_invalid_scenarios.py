@@ -51,7 +51,7 @@ CASES = [
     ("typo gpu override", ("fleet:\n", "gpus:\n  H100: {tdp: 700}\nfleet:\n"), "gpus.H100.tdp", "tdp: 700", "tdp_w"),
     ("wrong type", ("count: 256", "count: lots"), "fleet.pools[0].count", "count: lots", "valid integer"),
     ("negative count", ("count: 64", "count: -8"), "fleet.pools[1].count", "count: -8", "greater than or equal to 0"),
-    ("unknown gpu", ("gpu: H100\n      acquisition: {type: on_demand", "gpu: H1000\n      acquisition: {type: on_demand"), "fleet.pools[1].gpu", "H1000", "known: A100-80GB, B200, H100"),
+    ("unknown gpu", ("gpu: H100\n      acquisition: {type: on_demand", "gpu: H1000\n      acquisition: {type: on_demand"), "fleet.pools[1].gpu", "H1000", "known: A100-80GB, B200, B300"),
     ("end before start", ("duration: 18mo", "end: 2025-01-01"), "horizon", "horizon:", "not after start"),
     ("malformed duration", ("step: 1h", "step: 1 fortnight"), "horizon.step", "fortnight", "expected a duration"),
     ("uneven steps", ("step: 1h", "step: 7h"), "horizon", "horizon:", "whole number"),

@@ -45,17 +45,30 @@ from simulator.cli.app import console, main
               help="How --replicas share the requests: fewest outstanding (least_loaded is its other name), "
               "round robin, or prefix_affinity (a prefix's requests to its home replica while its load is "
               "within 1.25x the mean; --batching vllm).")
+@click.option("--concurrency", help="Closed loop of N users (zero think time), or a sweep N1,N2,...: "
+              "one row per N (requests per N: --num-requests, default 10×N). Excludes --rate.")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table "
+              "(with --concurrency: a list of objects, one per N).")
 def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batched_tokens, prefix_caching,
             kv_preemption, shared_prefix_tokens, distinct_prompts, trace, rate_scale, input_len, output_len,
-            num_requests, rate, replicas, router, seed, as_json) -> None:
+            num_requests, rate, replicas, router, concurrency, seed, as_json) -> None:
     """Serve a workload on one replica (or several) with the request-level engine.
 
     Without --rate (and without a trace) all requests arrive at time 0: offline throughput.
+    With --concurrency N, N users each send a request when their previous one finishes.
     """
     from simulator.serving.report import report_rows, serving_report
 
+    if concurrency is not None:
+        _serve_concurrency(concurrency, llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
+                           max_batch=max_batch, chunk=chunk, batching=batching,
+                           max_batched_tokens=max_batched_tokens, prefix_caching=prefix_caching,
+                           kv_preemption=kv_preemption, shared_prefix_tokens=shared_prefix_tokens,
+                           distinct_prompts=distinct_prompts, trace=trace, rate_scale=rate_scale,
+                           input_len=input_len, output_len=output_len, num_requests=num_requests, rate=rate,
+                           replicas=replicas, router=router, seed=seed, as_json=as_json)
+        return
     if trace is None and None in (input_len, output_len, num_requests):
         raise click.UsageError("give --trace, or all of --input-len, --output-len and --num-requests")
     if trace is not None and (input_len or output_len or num_requests):
@@ -84,4 +97,46 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batch
     table.add_column(justify="right")
     for label, value in report_rows(report):
         table.add_row(label, value)
+    console.print(table)
+
+
+def _serve_concurrency(text, *, llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batched_tokens,
+                       prefix_caching, kv_preemption, shared_prefix_tokens, distinct_prompts, trace, rate_scale,
+                       input_len, output_len, num_requests, rate, replicas, router, seed, as_json) -> None:
+    """``--concurrency``: check the flags, run the curve, print it."""
+    from simulator.serving.concurrency import parse_concurrency
+    from simulator.serving.report import concurrency_report, curve_table
+
+    if rate is not None:
+        raise click.UsageError("--concurrency and --rate exclude each other (a closed loop sets its own arrivals)")
+    if rate_scale is not None:
+        raise click.UsageError("--concurrency and --rate-scale exclude each other (a closed loop sets its own arrivals)")
+    if trace is None and None in (input_len, output_len):
+        raise click.UsageError("give --trace, or --input-len and --output-len")
+    if trace is not None and (input_len or output_len):
+        raise click.UsageError("--trace replaces --input-len and --output-len")
+    vllm_only = [flag for flag, value in (("--prefix-caching", prefix_caching), ("--kv-preemption", kv_preemption))
+                 if value is not None]
+    if batching != "vllm" and (vllm_only or router == "prefix_affinity"):
+        raise click.UsageError(f"{' and '.join(vllm_only) or '--routing prefix_affinity'} apply to --batching vllm")
+    try:
+        concurrencies = parse_concurrency(text)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+    rows = concurrency_report(
+        llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch, concurrencies=concurrencies,
+        trace=trace, input_len=input_len, output_len=output_len, num_requests=num_requests, seed=seed,
+        scheduler=batching.replace("-", "_"), max_batched_tokens=max_batched_tokens or chunk,
+        prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off", replicas=replicas,
+        router=router, shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts,
+    )
+    if as_json:
+        click.echo(json.dumps(rows, allow_nan=False))
+        return
+    header, cells = curve_table(rows)
+    table = Table(title=rows[0]["config"] if rows else "")
+    for label in header:
+        table.add_column(label, justify="right")
+    for line in cells:
+        table.add_row(*line)
     console.print(table)

@@ -11,7 +11,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, create_model, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    create_model,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 
 from simulator.scenario.demand import Demand
@@ -32,7 +40,15 @@ class SloSpec(Frozen):
 class ServingSpec(Frozen):
     """How a replica is built; Fleetcast derives its capacity with the request-level engine."""
 
-    model: str = Field(description="LLM name from the catalog, e.g. llama-3.1-70b")
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True, validate_by_name=True,
+                              validate_by_alias=True, serialize_by_alias=True, protected_namespaces=())
+
+    model: str | None = Field(default=None, description="LLM name from the catalog, e.g. llama-3.1-70b")
+    model_config_file: str | None = Field(
+        default=None, alias="model_config",
+        description="A Hugging Face config.json (relative to the scenario file) the model is read from "
+        "instead of the catalog; give model or model_config, not both",
+    )
     gpu: str | None = Field(default=None, description="Each pool's own GPU; naming another is an error")
     tp: Annotated[int, Field(ge=1, le=64)] = 1
     dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
@@ -65,6 +81,20 @@ class ServingSpec(Frozen):
     )
     probe_requests: Annotated[int, Field(ge=200, le=1_000_000)] = 4000
     seed: Annotated[int, Field(ge=0)] = 0
+
+    @model_validator(mode="after")
+    def _one_model(self) -> ServingSpec:
+        if (self.model is None) == (self.model_config_file is None):
+            raise ValueError("give exactly one of 'model' (a catalog name) and 'model_config' (a config.json)")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_unset_source(self, handler: Any) -> dict[str, Any]:
+        data = handler(self)  # the source not given is left out, so resolved files read as before
+        for key in ("model", "model_config"):
+            if data.get(key) is None:
+                data.pop(key, None)
+        return data
 
 
 def _optional(info: FieldInfo) -> Any:

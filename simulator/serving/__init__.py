@@ -8,12 +8,14 @@ scheduling, prefix caching and KV preemption) driven by an iteration-time model
 simulation consumes.
 """
 
+from simulator.serving.concurrency import concurrency_curve, serve_at_concurrency, serve_closed_loop
 from simulator.serving.iteration import (
     LinearIterationModel,
     RooflineIterationModel,
     ServingConfigError,
 )
 from simulator.serving.llm_catalog import LLM_CATALOG, LlmSpec
+from simulator.serving.model_config import ModelConfigError, load_model_config
 from simulator.serving.operators import OperatorIterationModel
 from simulator.serving.replica import ServingResult, simulate_replica, simulate_router
 from simulator.serving.vllm import simulate_vllm
@@ -22,10 +24,15 @@ __all__ = [
     "LLM_CATALOG",
     "LinearIterationModel",
     "LlmSpec",
+    "ModelConfigError",
     "OperatorIterationModel",
     "RooflineIterationModel",
     "ServingConfigError",
     "ServingResult",
+    "concurrency_curve",
+    "load_model_config",
+    "serve_at_concurrency",
+    "serve_closed_loop",
     "simulate_replica",
     "simulate_router",
     "simulate_vllm",

@@ -40,7 +40,23 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
 
     ``kv_capacity`` and ``chunk_budget`` are -1 when unlimited / off.
     """
+    return run_batching_loop(arrival, prompt, output, params, max_batch, kv_capacity, chunk_budget,
+                             n_replicas, policy, admit, first, finish, replica_of, 0.0)
+
+
+@njit(cache=True)
+def run_batching_loop(arrival, prompt, output, params, max_batch, kv_capacity, chunk_budget,
+                      n_replicas, policy, admit, first, finish, replica_of, delay):
+    """:func:`run_batching`, with closed-loop arrivals.
+
+    Arrivals that are NaN are not yet sent: each time a request finishes, the first of them
+    arrives ``delay`` seconds later (written into ``arrival``). So ``N`` leading finite arrivals
+    followed by NaNs is a closed loop of ``N`` users with zero think time.
+    """
     n = arrival.shape[0]
+    pend = 0
+    while pend < n and not np.isnan(arrival[pend]):
+        pend += 1
     inf = np.inf
     plain = chunk_budget < 0
     t_end = np.full(n_replicas, inf)
@@ -70,11 +86,11 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
         for r in range(n_replicas):
             if t_end[r] < t_iter:
                 t_iter = t_end[r]
-        t_arrival = arrival[i_next] if i_next < n else inf
+        t_arrival = arrival[i_next] if i_next < pend else inf
         if t_iter == inf and t_arrival == inf:
             break
         now = min(t_iter, t_arrival)
-        # 1. Iterations ending now: emit tokens, let finished requests leave.
+        # 1. Iterations ending now: emit tokens, let finished requests leave (closed loop: and send).
         for r in range(n_replicas):
             if t_end[r] != now:
                 continue
@@ -87,6 +103,9 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
                     i = _heap_pop(heap_key, heap_val, r, n_running[r])
                     n_running[r] -= 1
                     finish[i] = now
+                    if pend < n:
+                        arrival[pend] = now + delay
+                        pend += 1
                     context[r] -= prompt[i] + output[i]
                     kv_used[r] -= prompt[i] + output[i]
                     outstanding[r] -= 1
@@ -95,9 +114,13 @@ def run_batching(arrival, prompt, output, params, max_batch, kv_capacity, chunk_
                 departed = _finish_chunked(r, now, running, n_running, prompt, output, prefilled,
                                            generated, chunk_now, first, finish, kv_used)
                 outstanding[r] -= departed
+                for _ in range(departed):
+                    if pend < n:
+                        arrival[pend] = now + delay
+                        pend += 1
             t_end[r] = inf
         # 2. Arrivals now: route each to a replica's queue.
-        while i_next < n and arrival[i_next] <= now:
+        while i_next < pend and arrival[i_next] <= now:
             i = i_next
             if policy == POLICY_ROUND_ROBIN:
                 r = i % n_replicas

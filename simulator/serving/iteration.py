@@ -121,10 +121,31 @@ class RooflineIterationModel:
         return self.llm.kv_bytes_per_token(_BYTES[self.kv_dtype])
 
     @property
+    def kv_copies(self) -> int:
+        """Copies of each token's KV cache in the replica: TP for MLA (its one latent is not split
+        over heads, so every GPU holds and reads all of it), else 1."""
+        return self.tp if self.llm.kv_lora_rank else 1
+
+    @property
     def kv_capacity_tokens(self) -> int:
-        """Tokens of KV cache the replica holds: (TP × usable memory − weights) / KV bytes per token."""
+        """Tokens of KV cache the replica holds: (TP × usable memory − weights) / KV bytes per token
+        (× TP for MLA, whose latent every GPU holds whole). Windowed layers count as full ones here,
+        as vLLM's reported KV capacity counts them."""
         free = self.tp * self.gpu.memory_gb * 1e9 * USABLE_MEMORY_FRACTION - self.weight_bytes
+        if self.kv_copies > 1:
+            return int(free // (self.kv_bytes_per_token * self.kv_copies))
         return int(free // self.kv_bytes_per_token)
+
+    def kv_read_per_token(self, bandwidth: float) -> float:
+        """Seconds per context token of decode KV reads on one GPU: the full-attention layers'
+        share of the cache, split over TP (MLA: the whole latent on every GPU). Windowed layers
+        read at most their window per request, which the per-token rate leaves out."""
+        kv = self.kv_bytes_per_token
+        if self.llm.windowed_layers:
+            kv = kv * self.llm.full_attention_layers / self.llm.layers
+        if self.kv_copies > 1:
+            return kv / bandwidth
+        return kv / self.tp / bandwidth
 
     @property
     def peak_flops(self) -> float:
@@ -139,7 +160,7 @@ class RooflineIterationModel:
         per_token_compute = 2.0 * llm.active_params / flops_rate
         per_context_compute = 4.0 * llm.layers * llm.heads * llm.head_dim / flops_rate
         weight_read = self.weight_bytes / tp / bandwidth
-        kv_read_per_token = self.kv_bytes_per_token / tp / bandwidth
+        kv_read_per_token = self.kv_read_per_token(bandwidth)
         if tp > 1:
             ring = 2.0 * (tp - 1) / tp
             allreduce_fixed = 2 * llm.layers * ALLREDUCE_LATENCY_S

@@ -42,34 +42,73 @@ class LlmSpec:
     expert_intermediate: int = 0
     shared_expert_intermediate: int = 0
     fp8_attention: bool = True
+    # Architectures read from a config.json (simulator.serving.model_config); the defaults keep
+    # every catalog model exactly as it was.
+    kv_lora_rank: int = 0  # MLA: the KV cache holds kv_lora_rank + qk_rope_head_dim per token and layer
+    qk_rope_head_dim: int = 0
+    sliding_window: int = 0  # windowed layers hold (and attention reads) at most this many tokens
+    windowed_layers: int = 0
+    tied_embeddings: bool = False
+    moe_layers: int = 0  # layers with routed experts (0: all layers of a MoE model); the rest are dense
+    attention_weights: float = 0.0  # attention projection parameters when not Q/K/V/O of GQA (MLA)
+    expert_bytes_per_param: float = 0.0  # checkpoint's expert precision (MXFP4: 0.53125); 0: the dtype's
 
     def kv_bytes_per_token(self, bytes_per_value: float) -> float:
-        """Bytes of KV cache one token holds: 2 (K and V) × layers × KV heads × head dim."""
+        """Bytes of KV cache one token holds in every layer (full attention).
+
+        2 (K and V) × layers × KV heads × head dim; with MLA, one latent of
+        ``kv_lora_rank + qk_rope_head_dim`` values per layer.
+        """
+        if self.kv_lora_rank:
+            return float(self.layers * (self.kv_lora_rank + self.qk_rope_head_dim)) * bytes_per_value
         return 2.0 * self.layers * self.kv_heads * self.head_dim * bytes_per_value
 
+    def kv_bytes_for_context(self, tokens: int, bytes_per_value: float) -> float:
+        """Bytes of KV cache a request of ``tokens`` context tokens holds: full-attention layers
+        × tokens + windowed layers × min(tokens, sliding_window)."""
+        per_layer = self.kv_bytes_per_token(bytes_per_value) / self.layers
+        full = self.layers - self.windowed_layers
+        return per_layer * (full * tokens + self.windowed_layers * min(tokens, self.sliding_window))
+
+    @property
+    def full_attention_layers(self) -> int:
+        return self.layers - self.windowed_layers
+
     def weight_bytes(self, bytes_per_param: float) -> float:
-        return self.params * bytes_per_param
+        if not self.expert_bytes_per_param:
+            return self.params * bytes_per_param
+        routed = self.experts * self.expert_params
+        return (self.params - routed) * bytes_per_param + routed * self.expert_bytes_per_param
 
     @property
     def attention_params(self) -> float:
-        """Q, K, V and O projections over all layers."""
+        """Q, K, V and O projections over all layers (MLA: its low-rank projections)."""
+        if self.attention_weights:
+            return self.attention_weights
         return float(self.layers * self.hidden * self.head_dim * (2 * self.heads + 2 * self.kv_heads))
 
     @property
     def embedding_params(self) -> float:
-        """Input embedding and lm_head (untied): 2 × vocabulary × hidden."""
-        return 2.0 * self.vocab * self.hidden
+        """Input embedding and lm_head: 2 × vocabulary × hidden (1 × when tied)."""
+        return (1.0 if self.tied_embeddings else 2.0) * self.vocab * self.hidden
+
+    @property
+    def routed_layers(self) -> int:
+        return (self.moe_layers or self.layers) if self.experts else 0
 
     @property
     def expert_params(self) -> float:
         """One routed expert's parameters summed over all layers (gated MLP: 3 matrices)."""
-        return 3.0 * self.hidden * self.expert_intermediate * self.layers if self.experts else 0.0
+        return 3.0 * self.hidden * self.expert_intermediate * self.routed_layers if self.experts else 0.0
 
     @property
     def dense_mlp_params(self) -> float:
-        """MLP parameters every token uses: the dense MLP, or a MoE model's shared expert."""
+        """MLP parameters every token uses: the dense MLP, or a MoE model's shared expert (and its
+        dense layers' MLPs)."""
         if self.experts:
-            return 3.0 * self.hidden * self.shared_expert_intermediate * self.layers
+            dense_layers = self.layers - self.routed_layers
+            return 3.0 * self.hidden * (self.shared_expert_intermediate * self.routed_layers
+                                        + self.intermediate * dense_layers)
         if self.intermediate:
             return 3.0 * self.hidden * self.intermediate * self.layers
         return max(self.params - self.attention_params - self.embedding_params, 0.0)

@@ -12,6 +12,9 @@ One forward pass of a replica (vLLM flattens every scheduled token into one batc
   but are attended to and read): ``max(4·layers·heads·head_dim·Σposition / (TP·peak_bf16·attn_eff),
   KV bytes read / (TP·HBM·mem_eff))``.
 * **Decode attention**, one query per decoding request over its whole context, the same roofline.
+  KV bytes per context token are the full-attention layers' (windowed layers read at most their
+  window, which :meth:`operator_seconds` adds and the engine's per-token rate leaves out); with
+  MLA every GPU reads the whole latent (``kv_lora_rank + qk_rope_head_dim`` per layer), not 1/TP.
 * **All-reduce**: with TP > 1, two ring all-reduces of the activations per layer,
   ``2·layers·(latency + 2·(TP−1)/TP · n·hidden·2 bytes / link bandwidth)``.
 * **Fixed overhead**: per iteration (CPU scheduling, sampling, graph launch) plus per layer
@@ -77,6 +80,10 @@ class OperatorIterationModel(RooflineIterationModel):
     def _attention_proj_bytes(self) -> float:
         return _BYTES[self.dtype] if self.llm.fp8_attention else max(_BYTES[self.dtype], 2.0)
 
+    def _expert_bytes(self) -> float:
+        """Routed experts' bytes per parameter: the checkpoint's own (gpt-oss MXFP4) or the dtype's."""
+        return self.llm.expert_bytes_per_param or self._linear_bytes()
+
     def _peak(self, bytes_per_value: float) -> float:
         tflops = self.gpu.tflops_fp8 if bytes_per_value == 1.0 and self.gpu.tflops_fp8 else self.gpu.tflops_bf16
         return float(tflops) * 1e12
@@ -87,8 +94,11 @@ class OperatorIterationModel(RooflineIterationModel):
         llm = self.llm
         linear = llm.dense_mlp_params + llm.experts * llm.expert_params
         other = max(llm.params - llm.attention_params - linear, 0.0)
-        return (llm.attention_params * self._attention_proj_bytes() + linear * self._linear_bytes()
+        held = (llm.attention_params * self._attention_proj_bytes() + linear * self._linear_bytes()
                 + other * max(_BYTES[self.dtype], 2.0))
+        if llm.expert_bytes_per_param:
+            held += llm.experts * llm.expert_params * (llm.expert_bytes_per_param - self._linear_bytes())
+        return held
 
     @property
     def params(self) -> np.ndarray:
@@ -101,9 +111,9 @@ class OperatorIterationModel(RooflineIterationModel):
         gemm_per_token /= tp * gemm_eff
         lm_head = llm.vocab * llm.hidden * max(_BYTES[self.dtype], 2.0)
         dense_read = (llm.attention_params * b_attn + llm.dense_mlp_params * b_lin + lm_head) / tp / bandwidth
-        expert_read = llm.expert_params * b_lin / tp / bandwidth
+        expert_read = llm.expert_params * self._expert_bytes() / tp / bandwidth
         attention_per_position = 4.0 * llm.layers * llm.heads * llm.head_dim / (tp * self.gpu.tflops_bf16 * 1e12 * attn_eff)
-        kv_read_per_token = self.kv_bytes_per_token / tp / bandwidth
+        kv_read_per_token = self.kv_read_per_token(bandwidth)
         if tp > 1:
             link = (self.gpu.link_gbps or _DEFAULT_LINK_GBPS) * 1e9
             latency = self.allreduce_latency_s
@@ -139,11 +149,17 @@ class OperatorIterationModel(RooflineIterationModel):
         positions = sum(s * c + s * (s + 1) / 2.0 for s, c in chunks)
         prefill_kv = sum(c + s for s, c in chunks)
         decode_kv = float(sum(decode_contexts))
+        decode_read = p[8] * decode_kv
+        if self.llm.windowed_layers:  # windowed layers read at most their window (not in the engine's p[8])
+            window = self.llm.sliding_window
+            per_layer = self.kv_bytes_per_token / self.llm.layers / self.tp
+            bandwidth = self.gpu.memory_tbps * 1e12 * self.memory_efficiency
+            decode_read += sum(min(c, window) for c in decode_contexts) * self.llm.windowed_layers * per_layer / bandwidth
         return {
             "gemm_prefill": gemm * prefill_share,
             "gemm_decode": gemm * (1.0 - prefill_share),
             "attention_prefill": max(p[7] * positions, p[8] * prefill_kv),
-            "attention_decode": max(p[7] * decode_kv, p[8] * decode_kv),
+            "attention_decode": max(p[7] * decode_kv, decode_read),
             "allreduce": p[9] + p[10] * tokens if tokens else 0.0,
             "overhead": p[1],
         }

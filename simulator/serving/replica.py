@@ -12,7 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from simulator.serving.batching import POLICY_LEAST_OUTSTANDING, POLICY_ROUND_ROBIN, run_batching
+from simulator.serving.batching import (
+    POLICY_LEAST_OUTSTANDING,
+    POLICY_ROUND_ROBIN,
+    run_batching_loop,
+)
 from simulator.serving.iteration import IterationModel, ServingConfigError
 
 POLICIES = {"round_robin": POLICY_ROUND_ROBIN, "least_outstanding": POLICY_LEAST_OUTSTANDING}
@@ -130,8 +134,13 @@ def simulate_router(
     max_batch: int = 256,
     kv_capacity_tokens: int | None = None,
     prefill_chunk_tokens: int | None = None,
+    users: int | None = None,
 ) -> ServingResult:
     """Serve requests on ``replicas`` identical replicas behind a router.
+
+    With ``users=N`` the arrivals are a closed loop (``arrival_s`` is ignored; pass None):
+    requests 0..N-1 are sent at time 0 and each finish sends the next request in index order
+    at that instant (zero think time), so N requests are always outstanding until all are sent.
 
     ``policy`` is ``"round_robin"`` (request k in arrival order to replica k mod R) or
     ``"least_outstanding"`` (to the replica with the fewest waiting + running requests,
@@ -139,12 +148,12 @@ def simulate_router(
     ``frontend_s`` (the operator model) has it added to every request's TTFT and E2E: requests
     reach the replica that much after they were sent.
     """
-    arrival = np.asarray(arrival_s, dtype=np.float64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
     output = np.asarray(output_tokens, dtype=np.int64)
+    arrival = closed_loop_arrivals(len(prompt), users) if users is not None else np.asarray(arrival_s, dtype=np.float64)
     if not (arrival.ndim == prompt.ndim == output.ndim == 1) or not (len(arrival) == len(prompt) == len(output)):
         raise ValueError("arrival_s, prompt_tokens and output_tokens must be 1-D and of equal length")
-    if len(arrival) and not np.isfinite(arrival).all():
+    if users is None and len(arrival) and not np.isfinite(arrival).all():
         raise ValueError("arrival times must be finite")
     if (prompt < 1).any() or (output < 1).any():
         raise ValueError("every request needs at least 1 prompt token and 1 output token")
@@ -169,13 +178,25 @@ def simulate_router(
     admit, first, finish = (np.full(n, np.nan) for _ in range(3))
     replica = np.zeros(n, dtype=np.int64)
     frontend = float(getattr(model, "frontend_s", 0.0) or 0.0)
-    iterations = run_batching(
-        sorted_arrival + frontend, prompt[order], output[order], model.params, int(max_batch),
+    engine_arrival = sorted_arrival + frontend
+    iterations = run_batching_loop(
+        engine_arrival, prompt[order], output[order], model.params, int(max_batch),
         -1 if kv_capacity_tokens is None else int(kv_capacity_tokens),
         -1 if prefill_chunk_tokens is None else int(prefill_chunk_tokens),
-        int(replicas), POLICIES[policy], admit, first, finish, replica,
+        int(replicas), POLICIES[policy], admit, first, finish, replica, frontend,
     )
     back = np.empty_like(order)
     back[order] = np.arange(n)
+    if users is not None:  # the engine wrote the closed loop's arrivals
+        arrival = engine_arrival[back] - frontend
     return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back],
                          replica[back], int(iterations), int(replicas))
+
+
+def closed_loop_arrivals(n: int, users: int) -> np.ndarray:
+    """Engine arrivals of a closed loop of ``users``: ``users`` zeros, then NaN (sent on a finish)."""
+    if users < 1:
+        raise ValueError(f"users must be >= 1, got {users}")
+    arrival = np.full(n, np.nan)
+    arrival[: min(users, n)] = 0.0
+    return arrival

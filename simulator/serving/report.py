@@ -5,11 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+
 from simulator.serving.config import operator_model
 from simulator.serving.iteration import ServingConfigError
 from simulator.serving.replica import simulate_router
 from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm
-from simulator.serving.workload import synthetic_workload, trace_workload
+from simulator.serving.workload import Workload, synthetic_workload, trace_workload
 
 
 def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | None, max_batch: int,
@@ -90,3 +92,67 @@ def report_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     if report.get("prefix_cache_hit_rate") is not None:
         rows.append(("prefix cache hit rate", f"{report['prefix_cache_hit_rate']:.1%} of prompt tokens"))
     return rows
+
+
+def concurrency_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | None, max_batch: int,
+                       concurrencies: list[int], trace: str | None, input_len: int | None,
+                       output_len: int | None, num_requests: int | None, seed: int,
+                       scheduler: str = "vllm", max_batched_tokens: int | None = None,
+                       prefix_caching: bool = True, kv_preemption: bool = True, replicas: int = 1,
+                       router: str = "least_outstanding", shared_prefix_tokens: int = 0,
+                       distinct_prompts: int = 0) -> list[dict[str, Any]]:
+    """The rows of ``fleetcast serving --concurrency``: one closed-loop run per concurrency.
+
+    Requests per point: ``num_requests``, default 10 × N (InferenceX's convention); a trace gives
+    its length mix (its timestamps ignored), cut to that many requests.
+    """
+    from simulator.serving.concurrency import concurrency_curve
+
+    if max_batched_tokens is not None and max_batched_tokens < max_batch:
+        raise ServingConfigError(f"--max-batched-tokens ({max_batched_tokens}) must be >= --max-batch ({max_batch})")
+    model = operator_model(llm, gpu, tp, dtype, kv_dtype)
+    labels = {"shared_prefix_tokens": shared_prefix_tokens, "distinct_prompts": distinct_prompts}
+
+    def workload_for(users: int):
+        count = num_requests or 10 * users
+        if trace is not None:
+            whole = trace_workload(trace, seed=seed, **labels)
+            reps = -(-count // len(whole.prompt_tokens))
+            pick = np.tile(np.arange(len(whole.prompt_tokens)), reps)[:count]
+            cut = {name: (None if getattr(whole, name) is None else getattr(whole, name)[pick])
+                   for name in ("prefix_id", "prefix_tokens", "prompt_id")}
+            return Workload(whole.arrival_s[pick], whole.prompt_tokens[pick], whole.output_tokens[pick],
+                            whole.description, **cut)
+        assert input_len and output_len
+        return synthetic_workload(input_len, output_len, count, None, seed, **labels)
+
+    rows = concurrency_curve(concurrencies, workload_for, model, gpus_per_replica=tp, scheduler=scheduler,
+                             max_batch=max_batch, max_batched_tokens=max_batched_tokens, replicas=replicas,
+                             policy="least_outstanding" if router == "least_loaded" else router,
+                             **({"prefix_caching": prefix_caching, "kv_preemption": kv_preemption}
+                                if scheduler == "vllm" else {}))
+    config = (f"{model.llm.name} on {tp}×{model.gpu_name} {dtype}, max batch {max_batch}, "
+              f"{scheduler.replace('_', '-')} batching, closed loop")
+    return [{key: (None if isinstance(value, float) and not math.isfinite(value) else value)
+             for key, value in dict(row, config=config, model=model.llm.name, gpu=model.gpu_name, tp=tp,
+                                    dtype=dtype, scheduler=scheduler).items()} for row in rows]
+
+
+CURVE_COLUMNS = (("N", "concurrency", None), ("requests", "requests", None),
+                 ("TTFT p50 ms", "ttft_p50_s", 1000), ("TTFT p90 ms", "ttft_p90_s", 1000),
+                 ("TTFT p99 ms", "ttft_p99_s", 1000), ("TPOT p50 ms", "tpot_p50_s", 1000),
+                 ("TPOT p99 ms", "tpot_p99_s", 1000), ("E2E p50 ms", "e2e_p50_s", 1000),
+                 ("E2E p99 ms", "e2e_p99_s", 1000), ("tok/s/GPU", "output_tokens_per_s_per_gpu", 1),
+                 ("tok/s/user", "output_tokens_per_s_per_user", 1))
+
+
+def curve_table(rows: list[dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """Header and cells of the concurrency curve's table."""
+    def cell(row: dict[str, Any], key: str, scale: float | None) -> str:
+        value = row.get(key)
+        if value is None:
+            return "—"
+        return f"{value:,}" if scale is None else f"{value * scale:,.1f}"
+
+    return ([label for label, _, _ in CURVE_COLUMNS],
+            [[cell(row, key, scale) for _, key, scale in CURVE_COLUMNS] for row in rows])

@@ -3,8 +3,10 @@
 :func:`load_scenario` (``simulator.load_scenario``) validates a scenario and then derives what
 it leaves to the serving model.
 
-A model that says ``serving: {model: llama-3.1-70b, tp: 4, dtype: fp8, slo: …}`` instead of
-``capacity_rps`` gets, on each of its pools, a replica's capacity and SLO-attainment curve
+A model that says ``serving: {model: llama-3.1-70b, tp: 4, dtype: fp8, slo: …}`` (or
+``model_config: PATH``, a Hugging Face ``config.json`` relative to the scenario file, read by
+:func:`simulator.serving.model_config.load_model_config`) instead of ``capacity_rps`` gets, on
+each of its pools, a replica's capacity and SLO-attainment curve
 from :func:`simulator.serving.capacity.capacity_curve` run on that pool's GPU (an H200
 replica serves more than an H100 one). They are written into the model's ``replicas``, one
 entry per pool with ``derived_on`` naming the GPU, so ``scenario.resolved.yaml`` shows them;
@@ -30,6 +32,7 @@ from simulator.scenario.served import ReplicaShape, ServedModel, ServingSpec, Sl
 from simulator.serving.capacity import WARMUP_REQUESTS, CapacityCurve, Slo, capacity_curve
 from simulator.serving.config import operator_model, resolve_gpu
 from simulator.serving.iteration import ServingConfigError
+from simulator.serving.model_config import ModelConfigError, load_model_config
 from simulator.serving.probe import TraceRequests, describe_mix, trace_requests
 from simulator.serving.trace import LengthMix, TraceError
 
@@ -89,8 +92,17 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
             base_dir: Path) -> ReplicaShape:
     """One pool's replica: capacity and SLO curve from the request-level engine on the pool's GPU."""
     pool = next(p for p in scenario.fleet.pools if p.name == pool_name)
-    if spec.model is None:
+    if spec.model is not None and spec.model_config_file is not None:
+        raise ScenarioError((*loc, "model_config"), "give exactly one of 'model' and 'model_config'")
+    if spec.model is None and spec.model_config_file is None:
         raise ScenarioError((*loc, "model"), "name the LLM the replica serves, e.g. llama-3.1-70b")
+    name, llms = spec.model, None
+    if spec.model_config_file is not None:
+        try:
+            llm = load_model_config(base_dir / spec.model_config_file)
+        except ModelConfigError as exc:
+            raise ScenarioError((*loc, "model_config"), str(exc)) from None
+        name, llms = llm.name, {llm.name: llm}
     if spec.gpu is not None:
         own = model.replicas.get(pool_name)
         where = loc if own is not None and own.serving is not None and own.serving.gpu is not None else (
@@ -99,7 +111,7 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
             raise ScenarioError((*where, "gpu"), f"is {spec.gpu} but pool {pool_name!r} holds {pool.gpu}; a replica "
                                 "runs on its pool's GPU (leave serving.gpu out, or give the pool its own block)")
     try:
-        iteration = operator_model(spec.model, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus)
+        iteration = operator_model(name, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus, llms=llms)
     except ServingConfigError as exc:
         text = str(exc)
         field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text

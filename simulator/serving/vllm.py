@@ -21,9 +21,9 @@ import numpy as np
 
 from simulator.serving.iteration import IterationModel, ServingConfigError
 from simulator.serving.prefix import BLOCK_TOKENS, block_keys
-from simulator.serving.replica import ServingResult
+from simulator.serving.replica import ServingResult, closed_loop_arrivals
 from simulator.serving.routing import AFFINITY_LOAD_FACTOR, ROUTINGS, affinity_ranking, route_keys
-from simulator.serving.vllm_engine import serve_vllm
+from simulator.serving.vllm_engine import serve_vllm_loop
 
 DEFAULT_MAX_BATCHED_TOKENS = 8192
 
@@ -46,8 +46,12 @@ def simulate_vllm(
     frontend_s: float | None = None,
     block_size: int = BLOCK_TOKENS,
     affinity_load_factor: float = AFFINITY_LOAD_FACTOR,
+    users: int | None = None,
 ) -> ServingResult:
     """Serve requests with vLLM V1 scheduling (module docstring).
+
+    ``users=N``: a closed loop of N users instead of ``arrival_s`` (see
+    :func:`simulator.serving.replica.simulate_router`).
 
     Args:
         arrival_s, prompt_tokens, output_tokens: per request, as :func:`simulate_replica`.
@@ -70,13 +74,13 @@ def simulate_vllm(
     The result's ``cached_tokens`` holds the prompt tokens each request took from the prefix
     cache when first admitted.
     """
-    arrival = np.asarray(arrival_s, dtype=np.float64)
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
     output = np.asarray(output_tokens, dtype=np.int64)
+    arrival = closed_loop_arrivals(len(prompt), users) if users is not None else np.asarray(arrival_s, dtype=np.float64)
     n = len(arrival)
     if not (arrival.ndim == prompt.ndim == output.ndim == 1) or not (n == len(prompt) == len(output)):
         raise ValueError("arrival_s, prompt_tokens and output_tokens must be 1-D and of equal length")
-    if n and not np.isfinite(arrival).all():
+    if users is None and n and not np.isfinite(arrival).all():
         raise ValueError("arrival times must be finite")
     if (prompt < 1).any() or (output < 1).any():
         raise ValueError("every request needs at least 1 prompt token and 1 output token")
@@ -110,15 +114,18 @@ def simulate_vllm(
     replica = np.zeros(n, dtype=np.int64)
     preempted = np.zeros(n, dtype=np.int64)
     cached = np.zeros(n, dtype=np.int64)
-    iterations = serve_vllm(
-        arrival[order] + frontend, prompt[order], output[order], start[order], count[order],
+    engine_arrival = arrival[order] + frontend
+    iterations = serve_vllm_loop(
+        engine_arrival, prompt[order], output[order], start[order], count[order],
         keys, n_keys, model.params, int(max_num_seqs),
         int(max_num_batched_tokens), blocks, int(block_size), bool(prefix_caching), bool(kv_preemption),
         int(replicas), ROUTINGS[policy], route_key[order], ranking, float(affinity_load_factor),
-        admit, first, finish, replica, preempted, cached,
+        admit, first, finish, replica, preempted, cached, frontend,
     )
     back = np.empty_like(order)
     back[order] = np.arange(n)
+    if users is not None:  # the engine wrote the closed loop's arrivals
+        arrival = engine_arrival[back] - frontend
     return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back], replica[back],
                          int(iterations), int(replicas), preempted[back], cached[back])
 

@@ -59,7 +59,22 @@ def serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, para
     (:func:`simulator.serving.routing.pick_replica`); ``cached`` receives the prompt tokens each
     request took from the prefix cache when first admitted.
     """
+    return serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys, params, max_seqs,
+                           budget, total_blocks, block_size, caching, preempt, n_replicas, policy, route_key,
+                           ranking, load_factor, admit, first, finish, replica_of, preemptions, cached, 0.0)
+
+
+@njit(cache=True)
+def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys, params, max_seqs, budget,
+                    total_blocks, block_size, caching, preempt, n_replicas, policy, route_key, ranking,
+                    load_factor, admit, first, finish, replica_of, preemptions, cached, delay):
+    """:func:`serve_vllm` with closed-loop arrivals: NaN arrivals are not yet sent; each finish
+    sends the first of them ``delay`` seconds later (see :func:`~simulator.serving.batching.run_batching_loop`).
+    """
     n = arrival.shape[0]
+    pend = 0
+    while pend < n and not np.isnan(arrival[pend]):
+        pend += 1
     inf = np.inf
     max_blocks = 1
     for i in range(n):
@@ -103,7 +118,7 @@ def serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, para
         t_iter = inf
         for r in range(n_replicas):
             t_iter = min(t_iter, t_end[r])
-        t_arrival = arrival[i_next] if i_next < n else inf
+        t_arrival = arrival[i_next] if i_next < pend else inf
         if t_iter == inf and t_arrival == inf:
             break
         now = min(t_iter, t_arrival)
@@ -123,6 +138,9 @@ def serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, para
                             first[i] = now
                 if generated[i] == output[i]:
                     finish[i] = now
+                    if pend < n:
+                        arrival[pend] = now + delay
+                        pend += 1
                     _release(r, slot[i], state, slot_stack, n_slot)
                     outstanding[r] -= 1
                 else:
@@ -131,7 +149,7 @@ def serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, para
             n_run[r] = kept
             t_end[r] = inf
         # 2. Arrivals now: route each to a replica's waiting queue.
-        while i_next < n and arrival[i_next] <= now:
+        while i_next < pend and arrival[i_next] <= now:
             i = i_next
             r = pick_replica(i, policy, n_replicas, outstanding, route_key, ranking, load_factor, depth)
             replica_of[i] = r
