@@ -20,6 +20,7 @@ from simulator.cli import main
 from simulator.serving import LLM_CATALOG, ModelConfigError, load_model_config
 from simulator.serving.capacity import Slo, capacity_curve
 from simulator.serving.config import operator_model
+from simulator.serving.kv_memory import RUNTIME_RESERVE_GIB
 from simulator.serving.trace import LengthMix
 from tests.helpers import base_scenario
 
@@ -133,8 +134,16 @@ def test_mla_decode_reads_the_whole_latent_on_every_gpu():
     model = operator_model(spec.name, "H200", tp=8, dtype="fp8", llms={spec.name: spec})
     bandwidth = model.gpu.memory_tbps * 1e12 * model.memory_efficiency
     assert model.params[8] == pytest.approx(61 * 576 * 1.0 / bandwidth, rel=1e-12)  # not / TP
-    free = 8 * model.gpu.memory_gb * 1e9 * 0.90 - model.weight_bytes
-    assert model.kv_capacity_tokens == int(free // (61 * 576 * 8))  # each GPU holds the whole latent
+    # vLLM's budget on one GPU: 90% of nvidia-smi's 143,771 MiB, less this GPU's weights, the
+    # profiling pass's activations and the runtime reserve. Activations by hand: 8,192 tokens ×
+    # 2 bytes × (2 × hidden 7168 + 3 × widest MLP slice max(8 × 2048 / 8, 18432 / 8) = 2304 + Q/K/V
+    # heads (128 + 2 × 128) × 160 / 8 = 7680) = 473,956,352, plus FP32 logits and probabilities for
+    # 256 sequences over 129,280 tokens = 264,765,440.
+    activation = 8192 * 2 * (2 * 7168 + 3 * 2304 + 7680) + 2 * 4 * 256 * 129_280
+    assert activation == 738_721_792
+    free = 0.90 * 143_771 * 2**20 - model.weight_bytes / 8 - activation - RUNTIME_RESERVE_GIB * 2**30
+    per_token = 61 * 576 * 1.0  # each GPU holds the whole latent (FP8)
+    assert model.kv_capacity_tokens == int(free // (per_token * 16)) * 16
 
 
 def test_windowed_decode_reads_at_most_the_window():

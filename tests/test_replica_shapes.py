@@ -157,7 +157,7 @@ def test_a_pool_block_changes_only_what_it_names(tmp_path, monkeypatch):
     ({"b200": {"serving": {"gpu": "H100"}}}, "models[0].replicas.b200.serving.gpu",
      "is H100 but pool 'b200' holds B200"),
     ({"h200": {"gpus_per_replica": 2, "serving": {"tp": 4}}}, "models[0].replicas.h200.gpus_per_replica",
-     "serving.tp is 4 on this pool"),
+     "serving's tp × dp × pp is 4 on this pool"),
     ({"h200": {"serving": {"tp": 0}}}, "models[0].replicas.h200.serving.tp", "greater than or equal to 1"),
 ])
 def test_bad_replica_shapes_name_the_field(tmp_path, replicas, field, message):

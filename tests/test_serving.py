@@ -123,7 +123,7 @@ def test_roofline_decode_is_memory_bound_at_batch_one():
         (["--model", "llama-9b", "--gpu", "H100"], "unknown model 'llama-9b'; known: llama-2-13b"),
         (["--model", "llama-3.1-8b", "--gpu", "H1000"], "unknown GPU 'H1000'; known: A100-80GB"),
         (["--model", "llama-3.1-70b", "--gpu", "H100", "--tp", "3"], "tp 3 does not divide"),
-        (["--model", "llama-3.1-405b", "--gpu", "H100", "--tp", "4"], "needs 812 GB for its weights; a replica of 4 × H100 has 288 GB"),
+        (["--model", "llama-3.1-405b", "--gpu", "H100", "--tp", "4"], "needs 203 GB of weights on each GPU of a replica of 4 × H100 (TP4), which has 77 GB usable (90% of 86 GB)"),
         (["--model", "llama-3.1-8b", "--gpu", "A100-80GB", "--dtype", "fp8"], "no FP8 support"),
     ],
 )

@@ -11,10 +11,20 @@ from simulator.cli.app import console, main
 
 
 @main.command()
-@click.option("--model", "llm", required=True, help="Model name, e.g. llama-3.1-70b (case-insensitive).")
+@click.option("--model", "llm", help="Model name from the catalog, e.g. llama-3.1-70b (case-insensitive).")
+@click.option("--model-config", type=click.Path(dir_okay=False),
+              help="A Hugging Face config.json to read the model from (instead of --model).")
 @click.option("--gpu", required=True, help="GPU name, e.g. H100 (case-insensitive).")
-@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs per replica.")
-@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8"]), default="bf16", show_default=True)
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel GPUs per rank.")
+@click.option("--dp", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Data-parallel attention ranks per replica (each its own requests and KV cache).")
+@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline stages per replica.")
+@click.option("--ep", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Expert-parallel GPUs for MoE layers: 1, or tp × dp (experts spread over every GPU of a stage).")
+@click.option("--dtype", type=click.Choice(["bf16", "fp16", "fp8", "fp4"]), default="bf16", show_default=True,
+              help="Weight precision (fp4: NVFP4, Blackwell).")
+@click.option("--gpu-memory-utilization", type=click.FloatRange(min=0, max=1, min_open=True), default=0.9,
+              show_default=True, help="vLLM's share of device memory for weights, activations and KV cache.")
 @click.option("--kv-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), help="KV-cache dtype (default: --dtype).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--chunk", "chunk", type=click.IntRange(min=1),
@@ -50,9 +60,10 @@ from simulator.cli.app import console, main
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table "
               "(with --concurrency: a list of objects, one per N).")
-def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batched_tokens, prefix_caching,
-            kv_preemption, shared_prefix_tokens, distinct_prompts, trace, rate_scale, input_len, output_len,
-            num_requests, rate, replicas, router, concurrency, seed, as_json) -> None:
+def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilization, kv_dtype, max_batch, chunk,
+            batching, max_batched_tokens, prefix_caching, kv_preemption, shared_prefix_tokens, distinct_prompts, trace,
+            rate_scale, input_len, output_len, num_requests, rate, replicas, router, concurrency, seed,
+            as_json) -> None:
     """Serve a workload on one replica (or several) with the request-level engine.
 
     Without --rate (and without a trace) all requests arrive at time 0: offline throughput.
@@ -60,8 +71,13 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batch
     """
     from simulator.serving.report import report_rows, serving_report
 
+    if (llm is None) == (model_config is None):
+        raise click.UsageError("give exactly one of --model (a catalog name) and --model-config (a config.json)")
+    layout = dict(model_config=model_config, dp=dp, pp=pp, ep=ep, gpu_memory_utilization=gpu_memory_utilization)
+    if pp > 1 and batching != "vllm":
+        raise click.UsageError("--pp applies to --batching vllm (its pipeline stages run as vLLM's virtual engines)")
     if concurrency is not None:
-        _serve_concurrency(concurrency, llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
+        _serve_concurrency(concurrency, layout, llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
                            max_batch=max_batch, chunk=chunk, batching=batching,
                            max_batched_tokens=max_batched_tokens, prefix_caching=prefix_caching,
                            kv_preemption=kv_preemption, shared_prefix_tokens=shared_prefix_tokens,
@@ -87,7 +103,7 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batch
         num_requests=num_requests, rate=rate, replicas=replicas, router=router, seed=seed,
         scheduler=batching.replace("-", "_"), max_batched_tokens=max_batched_tokens,
         prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off",
-        shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts,
+        shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts, **layout,
     )
     if as_json:
         click.echo(json.dumps(report, allow_nan=False))
@@ -100,7 +116,7 @@ def serving(llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batch
     console.print(table)
 
 
-def _serve_concurrency(text, *, llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batched_tokens,
+def _serve_concurrency(text, layout, *, llm, gpu, tp, dtype, kv_dtype, max_batch, chunk, batching, max_batched_tokens,
                        prefix_caching, kv_preemption, shared_prefix_tokens, distinct_prompts, trace, rate_scale,
                        input_len, output_len, num_requests, rate, replicas, router, seed, as_json) -> None:
     """``--concurrency``: check the flags, run the curve, print it."""
@@ -128,7 +144,7 @@ def _serve_concurrency(text, *, llm, gpu, tp, dtype, kv_dtype, max_batch, chunk,
         trace=trace, input_len=input_len, output_len=output_len, num_requests=num_requests, seed=seed,
         scheduler=batching.replace("-", "_"), max_batched_tokens=max_batched_tokens or chunk,
         prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off", replicas=replicas,
-        router=router, shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts,
+        router=router, shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts, **layout,
     )
     if as_json:
         click.echo(json.dumps(rows, allow_nan=False))

@@ -47,6 +47,10 @@ class GpuSpec(Frozen):
         default=None, description="Dense INT8 peak, TOP/s (given for TPUs, whose low-precision path it is)"
     )
     memory_gb: Positive
+    memory_visible_gib: Annotated[float, Field(gt=0)] | None = Field(
+        default=None, description="Device memory the driver reports (nvidia-smi total), GiB; vLLM's "
+        "gpu_memory_utilization is a share of it. Default: memory_gb read as GiB less 0.5%"
+    )
     memory_tbps: Positive = Field(description="Memory bandwidth, TB/s")
     tdp_w: Positive = Field(description="Thermal design power of one GPU, watts")
     price_usd: Annotated[float, Field(ge=0)] = Field(description="Purchase price per GPU")
@@ -93,7 +97,7 @@ _GCP_TPU_NET = "Google Cloud TPU docs (docs.cloud.google.com/tpu/docs/{v5e,v6e,t
 
 BUILTIN_GPUS: dict[str, dict[str, object]] = {
     "A100-80GB": dict(
-        tflops_bf16=312, tflops_fp8=None, memory_gb=80, memory_tbps=2.04, tdp_w=400,
+        tflops_bf16=312, tflops_fp8=None, memory_gb=80, memory_visible_gib=80.0, memory_tbps=2.04, tdp_w=400,
         source="NVIDIA A100 80GB SXM datasheet", as_of="2026-12", generation="ampere",
         interconnect="NVLink 3 (600 GB/s bidirectional)", link_gbps=300, scale_up_domain=8,
         scale_out_gbps=25, allreduce_latency_us=10,
@@ -105,8 +109,8 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
                             "RunPod Secure read $1.79 on 2026-10-19 and 2026-11-09"),
     ),
     "H100": dict(
-        tflops_bf16=989, tflops_fp8=1979, memory_gb=80, memory_tbps=3.35, tdp_w=700,
-        source="NVIDIA H100 SXM datasheet", as_of="2026-12", generation="hopper",
+        tflops_bf16=989, tflops_fp8=1979, memory_gb=80, memory_visible_gib=81559 / 1024, memory_tbps=3.35,
+        tdp_w=700, source="NVIDIA H100 SXM datasheet; nvidia-smi total 81,559 MiB", as_of="2026-12", generation="hopper",
         interconnect="NVLink 4 (900 GB/s bidirectional)", link_gbps=450, scale_up_domain=8,
         scale_out_gbps=50, allreduce_latency_us=28.8, network_source=_NV_HOPPER_NET,
         price_usd=25_000, price_as_of="2026-03",
@@ -118,8 +122,8 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
                             "rental index rebound $1.70 (2025-10) to $2.35 (2026-03, 1-yr contracts)"),
     ),
     "H200": dict(
-        tflops_bf16=989, tflops_fp8=1979, memory_gb=141, memory_tbps=4.8, tdp_w=700,
-        source="NVIDIA H200 SXM datasheet", as_of="2026-12", generation="hopper",
+        tflops_bf16=989, tflops_fp8=1979, memory_gb=141, memory_visible_gib=143771 / 1024, memory_tbps=4.8,
+        tdp_w=700, source="NVIDIA H200 SXM datasheet; nvidia-smi total 143,771 MiB", as_of="2026-12", generation="hopper",
         interconnect="NVLink 4 (900 GB/s bidirectional)", link_gbps=450, scale_up_domain=8,
         scale_out_gbps=50, allreduce_latency_us=28.8, network_source=_NV_HOPPER_NET,
         price_usd=29_500, price_as_of="2026-03",
@@ -129,12 +133,14 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
                             "Mercatus (2026-05): specialty clouds $3.50-4.50"),
     ),
     "B200": dict(
-        tflops_bf16=2250, tflops_fp8=4500, tflops_fp4=9000, memory_gb=192, memory_tbps=8.0, tdp_w=1000,
+        tflops_bf16=2250, tflops_fp8=4500, tflops_fp4=9000, memory_gb=192, memory_visible_gib=183359 / 1024,
+        memory_tbps=8.0, tdp_w=1000,
         source=("NVIDIA B200 / HGX B200 datasheet: 2.25/4.5/9 PFLOPS dense BF16/FP8/FP4, 192 GB HBM3e at 8 TB/s, "
-                "1,000 W (DGX B200 exposes 180 GB per GPU)"),
+                "1,000 W (DGX B200 exposes 180 GB per GPU: nvidia-smi total 183,359 MiB, NVIDIA/TensorRT-LLM "
+                "issue 10278)"),
         as_of="2026-12", generation="blackwell",
         interconnect="NVLink 5 (1.8 TB/s bidirectional)", link_gbps=900, scale_up_domain=8,
-        scale_out_gbps=50, allreduce_latency_us=8,
+        scale_out_gbps=50, allreduce_latency_us=5.9,
         network_source="NVIDIA HGX B200: NVLink 5 1.8 TB/s per GPU, 8 per board; 0.8 TB/s networking per 8 GPUs (400 Gb/s per GPU)",
         price_usd=41_500, price_as_of="2026-03",
         price_source=(f"{_RUNLOCAL_2026}: midpoint of B200 $40-43k; digiterialabs (GTC 2026) ~$37k in volume; "
@@ -151,7 +157,7 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
                 "1,100 W (verda.com 'GB300 NVL72 architecture' per-GPU table)"),
         as_of="2026-12", generation="blackwell-ultra",
         interconnect="NVLink 5 (1.8 TB/s bidirectional)", link_gbps=900, scale_up_domain=8,
-        scale_out_gbps=100, allreduce_latency_us=8,
+        scale_out_gbps=100, allreduce_latency_us=5.9,
         network_source=("NVIDIA HGX B300: NVLink 5 1.8 TB/s per GPU, 8 GPUs per board; ConnectX-8 800 Gb/s per GPU; "
                         "all-reduce latency assumed equal to B200's (no measurement)"),
         price_usd=44_000, price_as_of="2026-03",
@@ -169,7 +175,7 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
                 "(verda.com per-GPU table; SemiAnalysis)"),
         as_of="2026-12", generation="blackwell",
         interconnect="NVLink 5 + NVLink Switch, 72-GPU domain (1.8 TB/s bidirectional per GPU)",
-        link_gbps=900, scale_up_domain=72, scale_out_gbps=50, allreduce_latency_us=8,
+        link_gbps=900, scale_up_domain=72, scale_out_gbps=50, allreduce_latency_us=5.9,
         network_source=("NVIDIA GB200 NVL72: 130 TB/s NVLink over 72 GPUs; one 400 Gb/s ConnectX-7 per GPU in the "
                         "reference compute tray; all-reduce latency assumed equal to B200's"),
         price_usd=47_900, price_as_of="2026-06",
@@ -187,7 +193,7 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
                 "(verda.com 'GB300 NVL72 architecture', glennklockwood.com/garden/processors/B300)"),
         as_of="2026-12", generation="blackwell-ultra",
         interconnect="NVLink 5 + NVLink Switch, 72-GPU domain (1.8 TB/s bidirectional per GPU)",
-        link_gbps=900, scale_up_domain=72, scale_out_gbps=100, allreduce_latency_us=8,
+        link_gbps=900, scale_up_domain=72, scale_out_gbps=100, allreduce_latency_us=5.9,
         network_source=("NVIDIA GB300 NVL72: 130 TB/s NVLink, 72 ConnectX-8 SuperNICs at 800 Gb/s (one per GPU); "
                         "all-reduce latency assumed equal to B200's"),
         price_usd=60_400, price_as_of="2026-06",
@@ -286,7 +292,8 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
                             "B200's $6.89, the accelerator of its class (192 GB, 7-8 TB/s, 4.5 PFLOPS FP8)"),
     ),
     "L40S": dict(
-        tflops_bf16=362, tflops_fp8=733, memory_gb=48, memory_tbps=0.864, tdp_w=350,
+        tflops_bf16=362, tflops_fp8=733, memory_gb=48, memory_visible_gib=46068 / 1024, memory_tbps=0.864,
+        tdp_w=350,
         source="NVIDIA L40S datasheet (48 GB GDDR6, 864 GB/s, 350 W)", as_of="2026-12", generation="ada",
         interconnect="PCIe Gen4 x16 (no NVLink)", link_gbps=32, scale_up_domain=8, scale_out_gbps=None,
         allreduce_latency_us=25,
@@ -306,29 +313,37 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
 #: weight and KV reads, of peak for prefill attention; the fixed CPU/launch time of one
 #: iteration and of one layer in it, and the per-request front-end (HTTP/API server) latency added to TTFT.
 #: Hopper's values are fitted by ``benchmarks/fit_serving.py`` to 13 vLLM v0.15.1 runs on H100
-#: (shared/data/vllm_h100_trainval). Every other generation is ASSUMED to reach Hopper's
+#: (shared/data/vllm_h100_trainval). Every generation but Blackwell is ASSUMED to reach Hopper's
 #: efficiencies: no calibration data here for ampere (A100), ada (L40S), cdna3 (MI300X, MI325X),
 #: cdna4 (MI355X) or tpu (v5e, v6e, TPU7x; TPUs run XLA, not vLLM's CUDA kernels, so this is the
-#: weakest of the assumptions). Blackwell ('blackwell': B200, GB200 NVL72; 'blackwell-ultra':
-#: B300, GB300 NVL72) is assumed too until it is fitted on shared/data/inferencex_trainval/
-#: (B200 runs; a separate task): give each its own dict then and add it to CALIBRATED_GENERATIONS.
+#: weakest of the assumptions). Blackwell ('blackwell': B200, GB200 NVL72) is fitted on the B200
+#: points of shared/data/inferencex_trainval/ (benchmarks/fit_inferencex.py: GEMM and memory
+#: efficiency, the two overheads, B200's all-reduce latency and the achieved share of link bandwidth,
+#: which at 0.18 also carries what is lost as TP grows; attention efficiency and the front end kept
+#: from Hopper, whose link_efficiency is 1: its fit had no such term); 'blackwell-ultra' (B300, GB300 NVL72) takes Blackwell's (assumed: same
+#: software, no measurements here). Hopper's widened_expert_efficiency (gpt-oss's MXFP4 experts
+#: dequantized to multiply in 16 bits) is fitted on the H100 gpt-oss points of the same set.
 #: The names are kept distinct so that a fit for one does not silently apply to another.
 HOPPER_EFFICIENCY: dict[str, float] = dict(
     gemm_efficiency=0.459, memory_efficiency=0.742, attention_efficiency=0.800,
-    overhead_s=0.000516, frontend_s=0.0195, layer_overhead_s=4.76e-6,
+    overhead_s=0.000516, frontend_s=0.0195, layer_overhead_s=4.76e-6, widened_expert_efficiency=0.122,
+)
+BLACKWELL_EFFICIENCY: dict[str, float] = dict(
+    gemm_efficiency=0.375, memory_efficiency=0.756, attention_efficiency=0.800,
+    overhead_s=4.9e-5, frontend_s=0.0195, layer_overhead_s=5.22e-5, link_efficiency=0.184,
 )
 GENERATION_EFFICIENCY: dict[str, dict[str, float]] = {
     "hopper": HOPPER_EFFICIENCY,  # fitted (H100, vLLM v0.15.1)
     "ampere": HOPPER_EFFICIENCY,  # assumed: Hopper's
     "ada": HOPPER_EFFICIENCY,  # assumed: Hopper's
-    "blackwell": HOPPER_EFFICIENCY,  # assumed: Hopper's, until fitted on inferencex_trainval
-    "blackwell-ultra": HOPPER_EFFICIENCY,  # assumed: Hopper's (no B300/GB300 measurements here)
+    "blackwell": BLACKWELL_EFFICIENCY,  # fitted (B200, vLLM 0.22-0.29, InferenceX points)
+    "blackwell-ultra": BLACKWELL_EFFICIENCY,  # assumed: Blackwell's (no B300/GB300 measurements here)
     "cdna3": HOPPER_EFFICIENCY,  # assumed: Hopper's
     "cdna4": HOPPER_EFFICIENCY,  # assumed: Hopper's
     "tpu": HOPPER_EFFICIENCY,  # assumed: Hopper's (different software stack: XLA)
 }
 #: Generations whose efficiencies were fitted to measurements (the rest are assumed).
-CALIBRATED_GENERATIONS = ("hopper",)
+CALIBRATED_GENERATIONS = ("hopper", "blackwell")
 
 
 def canonical_gpu_name(name: str, known: dict[str, object] | None = None) -> str | None:

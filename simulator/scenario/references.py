@@ -95,12 +95,13 @@ def _check_uncertain(scenario: Scenario) -> None:
 
 
 def _check_replica_serving(model: ServedModel, index: int) -> None:
-    """A replica is its TP group, and every serving block it derives from names its LLM."""
+    """A replica is its tp × dp × pp GPUs, and every serving block it derives from names its LLM."""
     serving = model.serving
-    if serving is not None and model.gpus_per_replica is not None and model.gpus_per_replica != serving.tp:
+    if serving is not None and model.gpus_per_replica is not None and model.gpus_per_replica != serving.gpus:
         raise ScenarioError(
             ("models", index, "gpus_per_replica"),
-            f"is {model.gpus_per_replica} but serving.tp is {serving.tp}; a replica is its TP group",
+            f"is {model.gpus_per_replica} but serving's tp × dp × pp is {serving.gpus}; a replica is its "
+            "parallel group",
         )
     for pool_name, shape in model.replicas.items():
         loc = ("models", index, "replicas", pool_name)
@@ -108,10 +109,10 @@ def _check_replica_serving(model: ServedModel, index: int) -> None:
             raise ScenarioError((*loc, "serving", "model"), "name the LLM the replica serves, e.g. llama-3.1-70b "
                                 "(the model has no serving block of its own to take it from)")
         spec = model.serving_on(pool_name)
-        if shape.gpus_per_replica is not None and spec is not None and shape.gpus_per_replica != spec.tp:
+        if shape.gpus_per_replica is not None and spec is not None and shape.gpus_per_replica != spec.gpus:
             raise ScenarioError((*loc, "gpus_per_replica"),
-                                f"is {shape.gpus_per_replica} but serving.tp is {spec.tp} on this pool; "
-                                "a replica is its TP group")
+                                f"is {shape.gpus_per_replica} but serving's tp × dp × pp is {spec.gpus} on this "
+                                "pool; a replica is its parallel group")
 
 
 def _check_replica_sizes(scenario: Scenario, index: int, pool_names: list[str]) -> None:
@@ -124,7 +125,8 @@ def _check_replica_sizes(scenario: Scenario, index: int, pool_names: list[str]) 
     inherited = []
     for name in model.pools:
         shape = model.replicas.get(name)
-        own_tp = shape is not None and shape.serving is not None and shape.serving.tp is not None
+        own_tp = shape is not None and shape.serving is not None and any(
+            getattr(shape.serving, key) is not None for key in ("tp", "dp", "pp"))
         if shape is None or (shape.gpus_per_replica is None and not own_tp):
             inherited.append(name)
             continue

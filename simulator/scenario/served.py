@@ -50,8 +50,16 @@ class ServingSpec(Frozen):
         "instead of the catalog; give model or model_config, not both",
     )
     gpu: str | None = Field(default=None, description="Each pool's own GPU; naming another is an error")
-    tp: Annotated[int, Field(ge=1, le=64)] = 1
-    dtype: Literal["bf16", "fp16", "fp8"] = "bf16"
+    tp: Annotated[int, Field(ge=1, le=64)] = Field(default=1, description="Tensor-parallel GPUs per rank")
+    dp: Annotated[int, Field(ge=1, le=512)] = Field(
+        default=1, description="Data-parallel attention ranks per replica, each with its own requests and KV cache")
+    pp: Annotated[int, Field(ge=1, le=64)] = Field(default=1, description="Pipeline stages per replica")
+    ep: Annotated[int, Field(ge=1, le=4096)] = Field(
+        default=1, description="Expert-parallel GPUs for MoE layers: 1 (experts split by tp) or tp × dp")
+    dtype: Literal["bf16", "fp16", "fp8", "fp4"] = Field(
+        default="bf16", description="Weight precision (fp4: NVFP4 on Blackwell)")
+    gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = Field(
+        default=0.9, description="vLLM's share of device memory for weights, activations and the KV cache")
     kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="Default: dtype")
     max_batch: Annotated[int, Field(ge=1, le=4096)] = 256
     prefill_chunk_tokens: Annotated[int, Field(ge=1)] | None = None
@@ -81,6 +89,11 @@ class ServingSpec(Frozen):
     )
     probe_requests: Annotated[int, Field(ge=200, le=1_000_000)] = 4000
     seed: Annotated[int, Field(ge=0)] = 0
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica: ``tp × dp × pp``."""
+        return self.tp * self.dp * self.pp
 
     @model_validator(mode="after")
     def _one_model(self) -> ServingSpec:
@@ -187,7 +200,7 @@ class ServedModel(Frozen):
         default_factory=list, description="Pools the replicas run on, in order of preference"
     )
     gpus_per_replica: Annotated[int, Field(ge=1, le=4096)] | None = Field(
-        default=None, description="Default: serving.tp when serving is given, else 1"
+        default=None, description="Default: serving's tp × dp × pp when serving is given, else 1"
     )
     capacity_rps: Positive | None = Field(
         default=None,
@@ -215,7 +228,7 @@ class ServedModel(Frozen):
     @model_validator(mode="before")
     @classmethod
     def _replica_size(cls, data: Any) -> Any:
-        # Without a serving block a replica is one GPU unless said; with one it is the TP group,
+        # Without a serving block a replica is one GPU unless said; with one it is tp × dp × pp,
         # left unset so that a variant changing serving.tp changes the replica too.
         if isinstance(data, dict) and "gpus_per_replica" not in data and data.get("serving") is None:
             data = {**data, "gpus_per_replica": 1}
@@ -223,10 +236,10 @@ class ServedModel(Frozen):
 
     @property
     def replica_gpus(self) -> int:
-        """GPUs of a replica at the model level: ``gpus_per_replica``, else serving.tp, else 1."""
+        """GPUs of a replica at the model level: ``gpus_per_replica``, else serving's tp × dp × pp, else 1."""
         if self.gpus_per_replica is not None:
             return self.gpus_per_replica
-        return self.serving.tp if self.serving is not None else 1
+        return self.serving.gpus if self.serving is not None else 1
 
     @property
     def api_only(self) -> bool:
@@ -246,6 +259,17 @@ class ServedModel(Frozen):
                                  + (f" (pool {pool!r} has neither)" if self.replicas else ""))
         return self
 
+    def _layout_gpus(self, override: BaseModel) -> int:
+        """tp × dp × pp of a pool's serving block over the model's (each field: the pool's, the
+        model's, else 1), without validating the merged block (checked with its field path later)."""
+        gpus = 1
+        for key in ("tp", "dp", "pp"):
+            value = getattr(override, key)
+            if value is None:
+                value = getattr(self.serving, key) if self.serving is not None else 1
+            gpus *= value
+        return gpus
+
     def serving_on(self, pool: str) -> ServingSpec | None:
         """The serving block that applies on ``pool``: the pool's fields over the model's."""
         shape = self.replicas.get(pool)
@@ -257,8 +281,8 @@ class ServedModel(Frozen):
         shape = self.replicas.get(pool) or ReplicaShape()
         gpus = shape.gpus_per_replica
         if gpus is None:
-            own_tp = shape.serving is not None and shape.serving.tp is not None
-            gpus = shape.serving.tp if own_tp else self.replica_gpus
+            own = shape.serving is not None and any(getattr(shape.serving, k) is not None for k in ("tp", "dp", "pp"))
+            gpus = self._layout_gpus(shape.serving) if own else self.replica_gpus
         return ReplicaShape(
             gpus_per_replica=gpus,
             capacity_rps=shape.capacity_rps if shape.capacity_rps is not None else self.capacity_rps,

@@ -41,7 +41,7 @@ from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm
 
 SCHEDULERS = ("vllm", "whole_prompt")
 
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 WARMUP_REQUESTS = 500  # per replica, left out of the percentiles
 LOAD_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0)
 
@@ -189,7 +189,8 @@ def capacity_curve(
 
 def _cache_key(model, mix, slo, max_batch, kv, chunk, requests, warmup, seed, options) -> str:
     digest = hashlib.sha256()
-    digest.update(json.dumps([CACHE_VERSION, model.params.tolist(), getattr(model, "frontend_s", 0.0),
+    layout = [getattr(model, "dp", 1), getattr(model, "pp", 1), getattr(model, "kv_capacity_tokens", None)]
+    digest.update(json.dumps([CACHE_VERSION, model.params.tolist(), layout, getattr(model, "frontend_s", 0.0),
                               asdict(slo), max_batch, kv, chunk, requests, warmup, seed, list(options)]).encode())
     for values in request_arrays(mix):
         digest.update(np.ascontiguousarray(values, dtype=np.int64).tobytes())

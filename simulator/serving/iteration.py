@@ -35,7 +35,12 @@ from simulator.scenario.catalog import GpuSpec
 from simulator.serving.batching import KIND_LINEAR, KIND_ROOFLINE
 from simulator.serving.llm_catalog import LlmSpec
 
-_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0}
+#: Bytes per value of each weight precision. ``fp4`` is NVFP4: 4-bit values plus one FP8 scale per
+#: block of 16 (4.5 bits); MXFP4 checkpoints (gpt-oss experts) carry their own 4.25 bits
+#: (:data:`simulator.serving.model_config.MXFP4_BYTES_PER_PARAM`).
+_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 4.5 / 8}
+#: KV-cache precisions (no 4-bit KV cache in vLLM).
+KV_DTYPES = ("bf16", "fp16", "fp8")
 
 #: Calibrated defaults (see README "Serving fidelity").
 COMPUTE_EFFICIENCY = 0.40
@@ -84,10 +89,11 @@ class RooflineIterationModel:
 
     def __post_init__(self) -> None:
         if self.kv_dtype is None:
-            object.__setattr__(self, "kv_dtype", self.dtype)
-        for label, value in (("dtype", self.dtype), ("kv_dtype", self.kv_dtype)):
-            if value not in _BYTES:
-                raise ServingConfigError(f"{label} must be one of {', '.join(_BYTES)}, got {value!r}")
+            object.__setattr__(self, "kv_dtype", "fp8" if self.dtype == "fp4" else self.dtype)
+        if self.dtype not in _BYTES:
+            raise ServingConfigError(f"dtype must be one of {', '.join(_BYTES)}, got {self.dtype!r}")
+        if self.kv_dtype not in KV_DTYPES:
+            raise ServingConfigError(f"kv_dtype must be one of {', '.join(KV_DTYPES)}, got {self.kv_dtype!r}")
         if self.tp < 1:
             raise ServingConfigError(f"tp must be >= 1, got {self.tp}")
         llm = self.llm
@@ -98,15 +104,31 @@ class RooflineIterationModel:
             )
         if self.dtype == "fp8" and self.gpu.tflops_fp8 is None:
             raise ServingConfigError(f"{self.gpu_name or 'this GPU'} has no FP8 support; use dtype bf16")
-        usable = self.tp * self.gpu.memory_gb * USABLE_MEMORY_FRACTION
-        needed = self.weight_bytes / 1e9
+        if self.dtype == "fp4" and self.gpu.tflops_fp4 is None:
+            raise ServingConfigError(f"{self.gpu_name or 'this GPU'} has no FP4 tensor cores (NVFP4 needs "
+                                     "Blackwell); use dtype fp8")
+        self._check_weights_fit()
+
+    def _check_weights_fit(self) -> None:
+        usable = self.gpu.memory_gb * USABLE_MEMORY_FRACTION
+        needed = self.weight_bytes_per_gpu / 1e9
         if needed >= usable:
+            gpus = self.gpus
             raise ServingConfigError(
-                f"{llm.name} in {self.dtype} needs {needed:,.0f} GB for its weights; a replica of "
-                f"{self.tp} × {self.gpu_name or 'GPU'} has {usable:,.0f} GB usable "
-                f"({self.tp} × {self.gpu.memory_gb:g} GB × {USABLE_MEMORY_FRACTION:.0%}); "
-                f"use more GPUs per replica (tp) or fp8"
+                f"{self.llm.name} in {self.dtype} needs {needed:,.0f} GB of weights on each GPU of a replica "
+                f"of {gpus} × {self.gpu_name or 'GPU'}, which has {usable:,.0f} GB usable "
+                f"({self.gpu.memory_gb:g} GB × {USABLE_MEMORY_FRACTION:.0%}); "
+                f"use more GPUs per replica (tp) or a smaller dtype"
             )
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica."""
+        return self.tp
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        return self.weight_bytes / self.tp
 
     @property
     def bytes_per_value(self) -> float:
@@ -149,7 +171,7 @@ class RooflineIterationModel:
 
     @property
     def peak_flops(self) -> float:
-        tflops = self.gpu.tflops_fp8 if self.dtype == "fp8" else self.gpu.tflops_bf16
+        tflops = {"fp8": self.gpu.tflops_fp8, "fp4": self.gpu.tflops_fp4}.get(self.dtype) or self.gpu.tflops_bf16
         return float(tflops) * 1e12
 
     @property

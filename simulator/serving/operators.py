@@ -15,14 +15,21 @@ One forward pass of a replica (vLLM flattens every scheduled token into one batc
   KV bytes per context token are the full-attention layers' (windowed layers read at most their
   window, which :meth:`operator_seconds` adds and the engine's per-token rate leaves out); with
   MLA every GPU reads the whole latent (``kv_lora_rank + qk_rope_head_dim`` per layer), not 1/TP.
-* **All-reduce**: with TP > 1, two ring all-reduces of the activations per layer,
-  ``2·layers·(latency + 2·(TP−1)/TP · n·hidden·2 bytes / link bandwidth)``.
+* **Communication**: with TP > 1, two ring all-reduces of the activations per layer,
+  ``2·layers·(latency + 2·(TP−1)/TP · n·hidden·2 bytes / link bandwidth)``; with expert
+  parallelism an all-to-all dispatch and combine per MoE layer; with pipeline stages the hand-offs
+  between them (:mod:`simulator.serving.parallelism`, which also says how ``dp``, ``ep`` and ``pp``
+  divide the work above: attention, dense layers and KV reads over ``tp × dp``, routed experts
+  over ``ep`` with the busiest GPU's imbalance).
 * **Fixed overhead**: per iteration (CPU scheduling, sampling, graph launch) plus per layer
   (the floor of a layer's dozen small kernels at small batch): ``overhead_s + layers·layer_overhead_s``.
 
-Precision is per tensor: with ``dtype="fp8"`` the MLP/expert linears (and the attention
-projections unless the checkpoint keeps them 16-bit, :attr:`LlmSpec.fp8_attention`) are FP8;
-embeddings, lm_head and the attention core stay BF16. The weights held in memory are the total
+Precision is per tensor: with ``dtype="fp8"`` (or ``"fp4"``, NVFP4 on Blackwell: 4-bit values and
+an FP8 scale per 16, multiplied on the FP4 tensor cores) the MLP/expert linears (and the attention
+projections unless the checkpoint keeps them 16-bit, :attr:`LlmSpec.fp8_attention`) are FP8 (FP4);
+embeddings, lm_head and the attention core stay BF16. A checkpoint's own 4-bit experts (gpt-oss's
+MXFP4, :attr:`LlmSpec.expert_bytes_per_param`) are read at 4.25 bits and multiplied at the dtype's
+peak (16-bit on Hopper). The weights held in memory are the total
 parameters at those precisions. A per-request ``frontend_s`` (HTTP and API server) is added to
 each request's TTFT and E2E by the engines.
 
@@ -40,7 +47,19 @@ import numpy as np
 
 from simulator.scenario.catalog import GENERATION_EFFICIENCY, HOPPER_EFFICIENCY
 from simulator.serving.batching import KIND_OPERATOR
-from simulator.serving.iteration import _BYTES, RooflineIterationModel
+from simulator.serving.iteration import _BYTES, RooflineIterationModel, ServingConfigError
+from simulator.serving.kv_memory import (
+    GPU_MEMORY_UTILIZATION,
+    KvMemory,
+    visible_memory_bytes,
+    vllm_kv_memory,
+)
+from simulator.serving.parallelism import (
+    Communication,
+    Parallelism,
+    communication,
+    default_imbalance,
+)
 
 _DEFAULT_LINK_GBPS = 450.0
 _DEFAULT_ALLREDUCE_US = 8.0
@@ -54,7 +73,10 @@ def _default(gpu, key: str) -> float:
 class OperatorIterationModel(RooflineIterationModel):
     """Iteration time summed over operator classes (see module docstring).
 
-    Efficiencies left as ``None`` take the GPU generation's calibrated values.
+    Efficiencies left as ``None`` take the GPU generation's calibrated values. ``dp``, ``pp`` and
+    ``ep`` lay the replica out over ``tp × dp × pp`` GPUs (:mod:`simulator.serving.parallelism`);
+    ``ep_imbalance`` replaces the expected expert-load imbalance. ``gpu_memory_utilization`` is
+    vLLM's share of device memory the KV capacity is computed from (:mod:`simulator.serving.kv_memory`).
     """
 
     compute_efficiency: float | None = None  # GEMM share of peak
@@ -64,6 +86,13 @@ class OperatorIterationModel(RooflineIterationModel):
     frontend_s: float | None = None
     allreduce_latency_s: float | None = None  # default: the GPU's allreduce_latency_us
     layer_overhead_s: float | None = None
+    widened_expert_efficiency: float | None = None  # GEMM share of peak for a checkpoint's 4-bit experts
+    link_efficiency: float | None = None  # achieved share of the scale-up and scale-out bandwidths
+    dp: int = 1
+    pp: int = 1
+    ep: int = 1
+    ep_imbalance: float | None = None
+    gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
 
     def __post_init__(self) -> None:
         for key, name in (("compute_efficiency", "gemm_efficiency"), ("memory_efficiency", "memory_efficiency"),
@@ -71,7 +100,53 @@ class OperatorIterationModel(RooflineIterationModel):
                           ("frontend_s", "frontend_s"), ("layer_overhead_s", "layer_overhead_s")):
             if getattr(self, key) is None:
                 object.__setattr__(self, key, _default(self.gpu, name))
+        table = GENERATION_EFFICIENCY.get(getattr(self.gpu, "generation", "hopper"), HOPPER_EFFICIENCY)
+        if self.widened_expert_efficiency is None:
+            object.__setattr__(self, "widened_expert_efficiency",
+                               table.get("widened_expert_efficiency", self.compute_efficiency))
+        if self.link_efficiency is None:
+            object.__setattr__(self, "link_efficiency", table.get("link_efficiency", 1.0))
+        try:
+            par = Parallelism(self.tp, self.dp, self.pp, self.ep)
+        except ValueError as exc:
+            raise ServingConfigError(str(exc)) from None
+        if par.ep > 1 and not self.llm.experts:
+            raise ServingConfigError(f"ep {par.ep}: {self.llm.name} has no routed experts to spread")
+        if self.pp > self.llm.layers:
+            raise ServingConfigError(f"pp {self.pp} exceeds {self.llm.name}'s {self.llm.layers} layers")
+        if self.ep > 1 and self.llm.experts % self.ep:
+            raise ServingConfigError(f"ep {self.ep} does not divide {self.llm.name}'s {self.llm.experts} experts")
+        if self.ep_imbalance is not None and self.ep_imbalance < 1:
+            raise ServingConfigError(f"ep_imbalance must be >= 1, got {self.ep_imbalance}")
         super().__post_init__()
+
+    def _check_weights_fit(self) -> None:
+        usable = visible_memory_bytes(self.gpu) * self.gpu_memory_utilization
+        needed = self.weight_bytes_per_gpu
+        if needed >= usable:
+            raise ServingConfigError(
+                f"{self.llm.name} in {self.dtype} needs {needed / 1e9:,.0f} GB of weights on each GPU of a "
+                f"replica of {self.gpus} × {self.gpu_name or 'GPU'} ({self.parallelism.describe()}), which has "
+                f"{usable / 1e9:,.0f} GB usable ({self.gpu_memory_utilization:.0%} of "
+                f"{visible_memory_bytes(self.gpu) / 1e9:,.0f} GB); use more GPUs per replica (tp, ep, pp) "
+                "or a smaller dtype"
+            )
+
+    @property
+    def parallelism(self) -> Parallelism:
+        return Parallelism(self.tp, self.dp, self.pp, self.ep)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica: ``tp × dp × pp``."""
+        return self.tp * self.dp * self.pp
+
+    @property
+    def imbalance(self) -> float:
+        """Busiest expert GPU's load over the mean (1 without expert parallelism)."""
+        if self.ep_imbalance is not None:
+            return float(self.ep_imbalance)
+        return default_imbalance(self.parallelism, self.llm.top_k)
 
     # -- tensor classes and their precisions -------------------------------------------------
     def _linear_bytes(self) -> float:
@@ -85,8 +160,20 @@ class OperatorIterationModel(RooflineIterationModel):
         return self.llm.expert_bytes_per_param or self._linear_bytes()
 
     def _peak(self, bytes_per_value: float) -> float:
-        tflops = self.gpu.tflops_fp8 if bytes_per_value == 1.0 and self.gpu.tflops_fp8 else self.gpu.tflops_bf16
-        return float(tflops) * 1e12
+        """Tensor-core peak for weights of ``bytes_per_value``: FP4 (NVFP4 on Blackwell) for 4-bit
+        weights of the ``fp4`` dtype, FP8 for 8-bit ones, else BF16 (a checkpoint's own 4-bit
+        experts, like gpt-oss's MXFP4 on Hopper, are widened to 16 bits to multiply)."""
+        gpu = self.gpu
+        if bytes_per_value == _BYTES["fp4"] and self.dtype == "fp4" and gpu.tflops_fp4:
+            return float(gpu.tflops_fp4) * 1e12
+        if bytes_per_value == 1.0 and gpu.tflops_fp8:
+            return float(gpu.tflops_fp8) * 1e12
+        return float(gpu.tflops_bf16) * 1e12
+
+    @property
+    def routed_expert_bytes(self) -> float:
+        llm = self.llm
+        return llm.experts * llm.expert_params * self._expert_bytes()
 
     @property
     def weight_bytes(self) -> float:
@@ -101,32 +188,76 @@ class OperatorIterationModel(RooflineIterationModel):
         return held
 
     @property
+    def weight_bytes_per_gpu(self) -> float:
+        """One GPU's weights: the dense part over ``tp``, routed experts over ``ep`` (or ``tp``), all
+        over ``pp`` stages."""
+        routed = self.routed_expert_bytes
+        par = self.parallelism
+        return ((self.weight_bytes - routed) / par.tp + routed / par.expert_shards) / par.pp
+
+    @property
+    def kv_bytes_per_token_per_gpu(self) -> float:
+        """KV bytes one token of a request holds on one GPU of its rank: its share of the KV heads
+        (a head is replicated when ``tp`` exceeds them), MLA's latent whole, over ``pp`` stages."""
+        kv = self.kv_bytes_per_token
+        if not self.llm.kv_lora_rank:
+            kv /= min(self.tp, self.llm.kv_heads)
+        return kv / self.pp
+
+    def kv_memory(self, **engine) -> KvMemory:
+        """vLLM's memory budget of one GPU (engine: ``max_num_batched_tokens``, ``max_num_seqs``)."""
+        return vllm_kv_memory(self, self.gpu_memory_utilization, **engine)
+
+    @property
+    def kv_capacity_tokens(self) -> int:
+        """KV tokens the whole replica holds (every DP rank's), at vLLM's default engine settings."""
+        return self.kv_memory().replica_kv_tokens
+
+    def kv_read_per_token(self, bandwidth: float) -> float:
+        """Seconds per context token of KV reads on one GPU, the iteration's requests spread over
+        the ``dp`` ranks: the full-attention layers' share of this GPU's cache (module docstring)."""
+        kv = self.kv_bytes_per_token  # every stage's layers, the stages running in turn
+        if self.llm.windowed_layers:
+            kv = kv * self.llm.full_attention_layers / self.llm.layers
+        if not self.llm.kv_lora_rank:
+            kv /= min(self.tp, self.llm.kv_heads)
+        return kv / self.dp / bandwidth
+
+    def communication(self) -> Communication:
+        llm, gpu = self.llm, self.gpu
+        latency = self.allreduce_latency_s
+        if latency is None:
+            latency = (gpu.allreduce_latency_us if gpu.allreduce_latency_us is not None
+                       else _DEFAULT_ALLREDUCE_US) * 1e-6
+        return communication(self.parallelism, layers=llm.layers, moe_layers=llm.routed_layers, hidden=llm.hidden,
+                             top_k=llm.top_k, link_gbps=(gpu.link_gbps or _DEFAULT_LINK_GBPS) * self.link_efficiency,
+                             allreduce_latency_s=latency, scale_up_domain=gpu.scale_up_domain,
+                             scale_out_gbps=(gpu.scale_out_gbps * self.link_efficiency if gpu.scale_out_gbps
+                                             else None))
+
+    @property
     def params(self) -> np.ndarray:
-        llm, tp = self.llm, self.tp
+        llm, par = self.llm, self.parallelism
         gemm_eff, mem_eff, attn_eff = self.compute_efficiency, self.memory_efficiency, self.attention_efficiency
         bandwidth = self.gpu.memory_tbps * 1e12 * mem_eff
-        b_attn, b_lin = self._attention_proj_bytes(), self._linear_bytes()
-        mlp_per_token = llm.dense_mlp_params + llm.top_k * llm.expert_params
-        gemm_per_token = 2.0 * (llm.attention_params / self._peak(b_attn) + mlp_per_token / self._peak(b_lin))
-        gemm_per_token /= tp * gemm_eff
+        imbalance = self.imbalance
+        b_attn, b_lin, b_exp = self._attention_proj_bytes(), self._linear_bytes(), self._expert_bytes()
+        dense_flops = llm.attention_params / self._peak(b_attn) + llm.dense_mlp_params / self._peak(b_lin)
+        expert_flops = llm.top_k * llm.expert_params / self._peak(b_lin)
+        if llm.expert_bytes_per_param and llm.expert_bytes_per_param < b_lin:  # 4-bit experts widened to multiply
+            expert_flops *= gemm_eff / self.widened_expert_efficiency
+        gemm_per_token = 2.0 * (dense_flops + expert_flops * imbalance) / (par.tp * par.dp * gemm_eff)
         lm_head = llm.vocab * llm.hidden * max(_BYTES[self.dtype], 2.0)
-        dense_read = (llm.attention_params * b_attn + llm.dense_mlp_params * b_lin + lm_head) / tp / bandwidth
-        expert_read = llm.expert_params * self._expert_bytes() / tp / bandwidth
-        attention_per_position = 4.0 * llm.layers * llm.heads * llm.head_dim / (tp * self.gpu.tflops_bf16 * 1e12 * attn_eff)
+        dense_read = (llm.attention_params * b_attn + llm.dense_mlp_params * b_lin + lm_head) / par.tp / bandwidth
+        expert_read = llm.expert_params * b_exp / par.expert_shards / bandwidth * imbalance
+        attention_per_position = 4.0 * llm.layers * llm.heads * llm.head_dim / (
+            par.tp * par.dp * self.gpu.tflops_bf16 * 1e12 * attn_eff)
         kv_read_per_token = self.kv_read_per_token(bandwidth)
-        if tp > 1:
-            link = (self.gpu.link_gbps or _DEFAULT_LINK_GBPS) * 1e9
-            latency = self.allreduce_latency_s
-            if latency is None:
-                latency = (self.gpu.allreduce_latency_us if self.gpu.allreduce_latency_us is not None
-                           else _DEFAULT_ALLREDUCE_US) * 1e-6
-            allreduce_fixed = 2 * llm.layers * latency
-            allreduce_per_token = 2 * llm.layers * 2.0 * (tp - 1) / tp * llm.hidden * 2.0 / link
-        else:
-            allreduce_fixed = allreduce_per_token = 0.0
+        comm = self.communication()
         return np.array(
-            [KIND_OPERATOR, self.overhead_s + llm.layers * self.layer_overhead_s, gemm_per_token, dense_read, expert_read, float(llm.experts),
-             float(llm.top_k), attention_per_position, kv_read_per_token, allreduce_fixed, allreduce_per_token],
+            [KIND_OPERATOR, self.overhead_s + llm.layers * self.layer_overhead_s, gemm_per_token, dense_read,
+             expert_read, float(llm.experts), float(llm.top_k), attention_per_position, kv_read_per_token,
+             comm.fixed_s, comm.per_token_s],
             dtype=np.float64,
         )
 
@@ -152,7 +283,7 @@ class OperatorIterationModel(RooflineIterationModel):
         decode_read = p[8] * decode_kv
         if self.llm.windowed_layers:  # windowed layers read at most their window (not in the engine's p[8])
             window = self.llm.sliding_window
-            per_layer = self.kv_bytes_per_token / self.llm.layers / self.tp
+            per_layer = self.kv_bytes_per_token / self.llm.layers / min(self.tp, self.llm.kv_heads) / self.dp
             bandwidth = self.gpu.memory_tbps * 1e12 * self.memory_efficiency
             decode_read += sum(min(c, window) for c in decode_contexts) * self.llm.windowed_layers * per_layer / bandwidth
         return {

@@ -9,18 +9,50 @@ import numpy as np
 
 from simulator.serving.config import operator_model
 from simulator.serving.iteration import ServingConfigError
+from simulator.serving.model_config import load_model_config
+from simulator.serving.operators import OperatorIterationModel
 from simulator.serving.replica import simulate_router
 from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm
 from simulator.serving.workload import Workload, synthetic_workload, trace_workload
 
 
-def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | None, max_batch: int,
+def replica_model(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dtype: str | None,
+                  model_config: str | None = None, dp: int = 1, pp: int = 1, ep: int = 1,
+                  gpu_memory_utilization: float = 0.9) -> OperatorIterationModel:
+    """The operator iteration model of a catalog model (``llm``) or of a ``config.json``."""
+    if (llm is None) == (model_config is None):
+        raise ServingConfigError("give exactly one of --model (a catalog name) and --model-config (a config.json)")
+    llms = None
+    if model_config is not None:
+        spec = load_model_config(model_config)
+        llm, llms = spec.name, {spec.name: spec}
+    return operator_model(llm, gpu, tp, dtype, kv_dtype, llms=llms, dp=dp, pp=pp, ep=ep,
+                          gpu_memory_utilization=gpu_memory_utilization)
+
+
+def describe_replica(model: OperatorIterationModel, dtype: str) -> str:
+    """``llama-3.1-70b on 4×H100 fp8`` (``TP2 × EP16`` when more than TP)."""
+    par = model.parallelism
+    layout = "" if par.describe() == f"TP{par.tp}" else f" ({par.describe()})"
+    return f"{model.llm.name} on {model.gpus}×{model.gpu_name}{layout} {dtype}"
+
+
+def memory_report(model: OperatorIterationModel, max_num_batched_tokens: int, max_num_seqs: int) -> dict[str, Any]:
+    """``kv_cache_tokens`` (per DP rank, vLLM's figure) and one GPU's memory budget in GB."""
+    memory = model.kv_memory(max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
+    return {"kv_cache_tokens": memory.kv_cache_tokens, "gpus_per_replica": model.gpus,
+            "memory_per_gpu_gb": {k: round(v, 3) for k, v in memory.as_dict().items()
+                                  if k.endswith("_gb") or k == "gpu_memory_utilization"}}
+
+
+def serving_report(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dtype: str | None, max_batch: int,
                    chunk: int | None, trace: str | None, rate_scale: float | None,
                    input_len: int | None, output_len: int | None, num_requests: int | None,
                    rate: float | None, replicas: int, router: str, seed: int, scheduler: str = "vllm",
                    max_batched_tokens: int | None = None, prefix_caching: bool = True,
                    kv_preemption: bool = True, shared_prefix_tokens: int = 0,
-                   distinct_prompts: int = 0) -> dict[str, Any]:
+                   distinct_prompts: int = 0, model_config: str | None = None, dp: int = 1, pp: int = 1,
+                   ep: int = 1, gpu_memory_utilization: float = 0.9) -> dict[str, Any]:
     """Run the workload and return the JSON object of ``fleetcast serving --json``.
 
     ``scheduler="vllm"`` serves with vLLM V1 scheduling (token budget ``max_batched_tokens``,
@@ -35,7 +67,8 @@ def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | N
         flag = "--max-batched-tokens" if max_batched_tokens else "--chunk"
         raise ServingConfigError(f"{flag} ({budget}) must be >= --max-batch ({max_batch}): every running "
                                  "request needs a token of the iteration's budget")
-    model = operator_model(llm, gpu, tp, dtype, kv_dtype)
+    model = replica_model(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, model_config=model_config,
+                          dp=dp, pp=pp, ep=ep, gpu_memory_utilization=gpu_memory_utilization)
     if trace is not None:
         workload = trace_workload(trace, rate=rate, rate_scale=rate_scale, seed=seed,
                                   shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts)
@@ -43,26 +76,29 @@ def serving_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | N
         assert input_len and output_len and num_requests
         workload = synthetic_workload(input_len, output_len, num_requests, rate, seed,
                                       shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts)
+    memory = model.kv_memory(max_num_batched_tokens=budget or DEFAULT_MAX_BATCHED_TOKENS, max_num_seqs=max_batch)
     if scheduler == "vllm":
         budget = budget or DEFAULT_MAX_BATCHED_TOKENS
         result = simulate_vllm(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, model,
                                max_num_seqs=max_batch, max_num_batched_tokens=budget, prefix_caching=prefix_caching,
+                               kv_capacity_tokens=memory.replica_kv_tokens,
                                kv_preemption=kv_preemption, prefix_id=workload.prefix_id,
                                prefix_tokens=workload.prefix_tokens, prompt_id=workload.prompt_id,
                                replicas=replicas, policy=policy)
     else:
         result = simulate_router(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
                                  model, replicas=replicas, policy=policy, max_batch=max_batch,
-                                 prefill_chunk_tokens=budget)
-    report = result.summary(gpus_per_replica=tp)
+                                 prefill_chunk_tokens=budget, kv_capacity_tokens=memory.replica_kv_tokens)
+    report = result.summary(gpus_per_replica=model.gpus)
+    report.update(memory_report(model, budget or DEFAULT_MAX_BATCHED_TOKENS, max_batch))
     report.update(
-        config=f"{model.llm.name} on {tp}×{model.gpu_name} {dtype}, max batch {max_batch}, "
+        config=f"{describe_replica(model, dtype)}, max batch {max_batch}, "
         f"{scheduler.replace('_', '-')} batching"
         + (f" ({budget} tokens per iteration)" if scheduler == "vllm" else "")
         + (f", {replicas} replicas ({router})" if replicas > 1 else ""),
         workload=workload.description,
-        model=model.llm.name, gpu=model.gpu_name, tp=tp, dtype=dtype, kv_dtype=model.kv_dtype,
-        max_batch=max_batch, kv_capacity_tokens=model.kv_capacity_tokens, scheduler=scheduler,
+        model=model.llm.name, gpu=model.gpu_name, tp=tp, dp=dp, pp=pp, ep=ep, dtype=dtype, kv_dtype=model.kv_dtype,
+        max_batch=max_batch, kv_capacity_tokens=memory.replica_kv_tokens, scheduler=scheduler,
         max_batched_tokens=budget, prefix_caching=prefix_caching, kv_preemption=kv_preemption,
     )
     return {key: (None if isinstance(value, float) and not math.isfinite(value) else value)
@@ -86,7 +122,8 @@ def report_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         ("TPOT p50 / p99", f"{ms('tpot_p50_s')} / {ms('tpot_p99_s')}"),
         ("E2E p50 / p99", f"{ms('e2e_p50_s')} / {ms('e2e_p99_s')}"),
         ("TTFT / E2E / ITL mean", f"{ms('ttft_mean_s')} / {ms('e2e_mean_s')} / {ms('itl_mean_s')}"),
-        ("KV cache", f"{report['kv_capacity_tokens']:,} tokens per replica"),
+        ("KV cache", f"{report['kv_capacity_tokens']:,} tokens per replica"
+                     + (f" ({report['kv_cache_tokens']:,} per DP rank)" if report.get("dp", 1) > 1 else "")),
         ("iterations", f"{report['iterations']:,}"),
     ]
     if report.get("prefix_cache_hit_rate") is not None:
@@ -94,13 +131,14 @@ def report_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def concurrency_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str | None, max_batch: int,
+def concurrency_report(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dtype: str | None, max_batch: int,
                        concurrencies: list[int], trace: str | None, input_len: int | None,
                        output_len: int | None, num_requests: int | None, seed: int,
                        scheduler: str = "vllm", max_batched_tokens: int | None = None,
                        prefix_caching: bool = True, kv_preemption: bool = True, replicas: int = 1,
                        router: str = "least_outstanding", shared_prefix_tokens: int = 0,
-                       distinct_prompts: int = 0) -> list[dict[str, Any]]:
+                       distinct_prompts: int = 0, model_config: str | None = None, dp: int = 1, pp: int = 1,
+                       ep: int = 1, gpu_memory_utilization: float = 0.9) -> list[dict[str, Any]]:
     """The rows of ``fleetcast serving --concurrency``: one closed-loop run per concurrency.
 
     Requests per point: ``num_requests``, default 10 × N (InferenceX's convention); a trace gives
@@ -110,7 +148,8 @@ def concurrency_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str
 
     if max_batched_tokens is not None and max_batched_tokens < max_batch:
         raise ServingConfigError(f"--max-batched-tokens ({max_batched_tokens}) must be >= --max-batch ({max_batch})")
-    model = operator_model(llm, gpu, tp, dtype, kv_dtype)
+    model = replica_model(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, model_config=model_config,
+                          dp=dp, pp=pp, ep=ep, gpu_memory_utilization=gpu_memory_utilization)
     labels = {"shared_prefix_tokens": shared_prefix_tokens, "distinct_prompts": distinct_prompts}
 
     def workload_for(users: int):
@@ -126,16 +165,18 @@ def concurrency_report(*, llm: str, gpu: str, tp: int, dtype: str, kv_dtype: str
         assert input_len and output_len
         return synthetic_workload(input_len, output_len, count, None, seed, **labels)
 
-    rows = concurrency_curve(concurrencies, workload_for, model, gpus_per_replica=tp, scheduler=scheduler,
+    rows = concurrency_curve(concurrencies, workload_for, model, gpus_per_replica=model.gpus, scheduler=scheduler,
                              max_batch=max_batch, max_batched_tokens=max_batched_tokens, replicas=replicas,
                              policy="least_outstanding" if router == "least_loaded" else router,
                              **({"prefix_caching": prefix_caching, "kv_preemption": kv_preemption}
                                 if scheduler == "vllm" else {}))
-    config = (f"{model.llm.name} on {tp}×{model.gpu_name} {dtype}, max batch {max_batch}, "
+    config = (f"{describe_replica(model, dtype)}, max batch {max_batch}, "
               f"{scheduler.replace('_', '-')} batching, closed loop")
+    memory = memory_report(model, max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS, max_batch)
     return [{key: (None if isinstance(value, float) and not math.isfinite(value) else value)
-             for key, value in dict(row, config=config, model=model.llm.name, gpu=model.gpu_name, tp=tp,
-                                    dtype=dtype, scheduler=scheduler).items()} for row in rows]
+             for key, value in dict(row, config=config, model=model.llm.name, gpu=model.gpu_name, tp=tp, dp=dp,
+                                    pp=pp, ep=ep, dtype=dtype, scheduler=scheduler, **memory).items()}
+            for row in rows]
 
 
 CURVE_COLUMNS = (("N", "concurrency", None), ("requests", "requests", None),

@@ -111,12 +111,15 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
             raise ScenarioError((*where, "gpu"), f"is {spec.gpu} but pool {pool_name!r} holds {pool.gpu}; a replica "
                                 "runs on its pool's GPU (leave serving.gpu out, or give the pool its own block)")
     try:
-        iteration = operator_model(name, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus, llms=llms)
+        iteration = operator_model(name, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus, llms=llms,
+                                   dp=spec.dp, pp=spec.pp, ep=spec.ep,
+                                   gpu_memory_utilization=spec.gpu_memory_utilization)
     except ServingConfigError as exc:
         text = str(exc)
         field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text
                  else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
-                 or "FP8" in text else "tp")
+                 or "FP8" in text or "FP4" in text else "ep" if text.startswith(("ep ", "ep_", "ep must"))
+                 else "pp" if text.startswith("pp ") else "tp")
         raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
     mix = _requests(spec, model, base_dir, loc)
     slo = Slo(spec.slo.ttft_s, spec.slo.ttft_percentile, spec.slo.tpot_s, spec.slo.tpot_percentile)
@@ -132,7 +135,7 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
         raise ScenarioError(loc, f"{exc} (pool {pool_name!r})") from None
     own = model.replicas.get(pool_name)
     return ReplicaShape(
-        gpus_per_replica=spec.tp,
+        gpus_per_replica=spec.gpus,
         capacity_rps=round(curve.capacity_rps, 6),
         serving=own.serving if own is not None else None,
         slo_curve=SloCurve(load=list(curve.load), attainment=list(curve.attainment)),

@@ -73,6 +73,12 @@ def simulate_vllm(
 
     The result's ``cached_tokens`` holds the prompt tokens each request took from the prefix
     cache when first admitted.
+
+    A model with pipeline stages (``pp > 1``, :mod:`simulator.serving.parallelism`) runs as ``pp``
+    engines per replica, each with ``1 / pp`` of the KV cache and the router's share of the
+    requests, each iteration passing through every stage (vLLM's virtual engines). With
+    data-parallel attention (``dp > 1``) ``max_num_seqs`` and ``max_num_batched_tokens`` are per
+    rank, as in vLLM: the replica's engine runs ``dp`` times as many (the ranks step together).
     """
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
     output = np.asarray(output_tokens, dtype=np.int64)
@@ -95,21 +101,31 @@ def simulate_vllm(
         kv_capacity_tokens = getattr(model, "kv_capacity_tokens", None)
     start, count, keys, n_keys = block_keys(prompt, prefix_id, prefix_tokens, prompt_id, block_size)
     per_request = (prompt + output + block_size - 1) // block_size
+    largest = int(per_request.max(initial=0))
     if kv_capacity_tokens is None:
         blocks = int(per_request.max(initial=1)) * max_num_seqs + n_keys + 1
     else:
         blocks = int(kv_capacity_tokens) // block_size
-        largest = int(per_request.max(initial=0))
         if largest > blocks:
             raise ServingConfigError(
                 f"a request needs {largest * block_size:,} tokens of KV cache but a replica holds "
                 f"{blocks * block_size:,}; shorten the requests, use more GPUs per replica (tp) or fp8"
             )
+    stages = int(getattr(model, "pp", 1) or 1)
+    engines = int(replicas) * stages
+    ranks = int(getattr(model, "dp", 1) or 1)
+    max_num_seqs, max_num_batched_tokens = max_num_seqs * ranks, max_num_batched_tokens * ranks
+    if stages > 1 and kv_capacity_tokens is not None:
+        blocks //= stages
+        if largest > blocks:
+            raise ServingConfigError(
+                f"a request needs {largest * block_size:,} tokens of KV cache but each of a replica's {stages} "
+                f"pipeline engines holds {blocks * block_size:,}; shorten the requests or use fewer stages")
     order = np.argsort(arrival, kind="stable")
-    affine = policy == "prefix_affinity" and replicas > 1
+    affine = policy == "prefix_affinity" and engines > 1
     none = (np.full(n, -1, dtype=np.int64), np.zeros(0, dtype=np.int64))
     route_key, raw_keys = route_keys(n, prefix_id, prompt_id) if affine else none
-    ranking = affinity_ranking(raw_keys, int(replicas))
+    ranking = affinity_ranking(raw_keys, engines)
     admit, first, finish = (np.full(n, np.nan) for _ in range(3))
     replica = np.zeros(n, dtype=np.int64)
     preempted = np.zeros(n, dtype=np.int64)
@@ -119,13 +135,13 @@ def simulate_vllm(
         engine_arrival, prompt[order], output[order], start[order], count[order],
         keys, n_keys, model.params, int(max_num_seqs),
         int(max_num_batched_tokens), blocks, int(block_size), bool(prefix_caching), bool(kv_preemption),
-        int(replicas), ROUTINGS[policy], route_key[order], ranking, float(affinity_load_factor),
+        engines, ROUTINGS[policy], route_key[order], ranking, float(affinity_load_factor),
         admit, first, finish, replica, preempted, cached, frontend,
     )
     back = np.empty_like(order)
     back[order] = np.arange(n)
     if users is not None:  # the engine wrote the closed loop's arrivals
         arrival = engine_arrival[back] - frontend
-    return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back], replica[back],
+    return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back], replica[back] // stages,
                          int(iterations), int(replicas), preempted[back], cached[back])
 
