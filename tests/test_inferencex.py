@@ -7,13 +7,19 @@ so the bars checked on them here are out of sample. The whole set and the fitted
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
 from simulator.serving import inferencex as ix
 
-POINTS = ix.load_points()
-LLMS = ix.load_llms()
+DATA = ix.default_data_dir()
+# On CI the data must be there (a missing copy fails instead of skipping).
+pytestmark = pytest.mark.skipif(not (DATA / "measured.csv").exists() and not os.environ.get("CI"),
+                                reason="shared/data/inferencex_trainval not found beside the project")
+POINTS = ix.load_points() if (DATA / "measured.csv").exists() or os.environ.get("CI") else []
+LLMS = ix.load_llms() if POINTS else {}
 
 
 def test_the_set_is_read_whole():
@@ -33,6 +39,8 @@ def test_request_lengths_follow_the_clients_range():
 
 
 def test_kv_capacity_matches_every_logged_run_within_10_percent():
+    # In sample: the runtime reserve (4.45 GiB) is the median of the reserves that reproduce these
+    # runs exactly (benchmarks/fit_inferencex.py, which also reports it leave-one-deployment-out).
     rows = []
     for point in {(p.deployment, p.label, p.kv_tokens): p for p in POINTS if p.kv_tokens}.values():
         model = ix.point_model(point, LLMS)
@@ -43,15 +51,20 @@ def test_kv_capacity_matches_every_logged_run_within_10_percent():
 
 
 def test_gpt_oss_on_hopper_ran_a_16_bit_kv_cache():
-    # The logged capacity of gpt-oss-120b on 8 × H200 (13.25M tokens) is what a 16-bit cache holds
-    # in the memory left; an FP8 cache would hold twice as many.
-    point = next(p for p in POINTS if p.model == "gpt-oss-120b" and p.gpu == "h200" and p.tp == 8 and p.kv_tokens)
-    assert point.kv_dtype == "bf16"
-    bf16 = ix.kv_tokens(ix.point_model(point, LLMS))
-    assert abs(bf16 / point.kv_tokens - 1) < 0.10
-    fp8 = ix.OperatorIterationModel(ix.point_model(point, LLMS).gpu, LLMS[point.model], tp=8, dtype="bf16",
-                                    kv_dtype="fp8")
-    assert ix.kv_tokens(fp8) / point.kv_tokens > 1.8
+    # Independent of the fitted reserve: on 8 × H200 each GPU has 90% of 143,771 MiB = 135.7 GB and
+    # holds 1/8 of gpt-oss-120b's 65.2 GB of weights. The logged 13.25M tokens take, per GPU, 36
+    # layers × K and V × 1 KV head × 64 × 2 bytes = 9,216 bytes each in 16 bits: 122.2 GB, leaving
+    # 5.3 GB for activations and the runtime — plausible. In FP8 they would take 61.1 GB and leave
+    # 66 GB unexplained.
+    point = next(p for p in POINTS if p.model == "gpt-oss-120b" and p.gpu == "h200" and p.tp == 8
+                 and p.label == "1k1k" and p.kv_tokens)
+    budget = 0.9 * 143_771 * 2**20
+    weights = LLMS["gpt-oss-120b"].weight_bytes(2.0) / 8
+    assert weights == pytest.approx(8.156e9, rel=1e-3)
+    left_16 = budget - weights - point.kv_tokens * 36 * 2 * 1 * 64 * 2
+    left_8 = budget - weights - point.kv_tokens * 36 * 2 * 1 * 64 * 1
+    assert 2e9 < left_16 < 8e9 and left_8 > 60e9
+    assert point.kv_dtype == "bf16"  # so the regenerated deployment runs a 16-bit cache
 
 
 @pytest.mark.slow

@@ -25,7 +25,8 @@ from simulator.cli.app import console, main
               help="Weight precision (fp4: NVFP4, Blackwell).")
 @click.option("--gpu-memory-utilization", type=click.FloatRange(min=0, max=1, min_open=True), default=0.9,
               show_default=True, help="vLLM's share of device memory for weights, activations and KV cache.")
-@click.option("--kv-dtype", type=click.Choice(["bf16", "fp16", "fp8"]), help="KV-cache dtype (default: --dtype).")
+@click.option("--kv-dtype", type=click.Choice(["bf16", "fp16", "fp8"]),
+              help="KV-cache dtype (default: --dtype; fp8 with --dtype fp4).")
 @click.option("--max-batch", type=click.IntRange(min=1), default=256, show_default=True)
 @click.option("--chunk", "chunk", type=click.IntRange(min=1),
               help="Token budget per iteration (chunked prefill); the same as --max-batched-tokens.")
@@ -74,8 +75,9 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
     if (llm is None) == (model_config is None):
         raise click.UsageError("give exactly one of --model (a catalog name) and --model-config (a config.json)")
     layout = dict(model_config=model_config, dp=dp, pp=pp, ep=ep, gpu_memory_utilization=gpu_memory_utilization)
-    if pp > 1 and batching != "vllm":
-        raise click.UsageError("--pp applies to --batching vllm (its pipeline stages run as vLLM's virtual engines)")
+    if (pp > 1 or dp > 1) and batching != "vllm":
+        raise click.UsageError("--dp and --pp apply to --batching vllm (data-parallel ranks and pipeline "
+                               "stages are scheduled as vLLM schedules them)")
     if concurrency is not None:
         _serve_concurrency(concurrency, layout, llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype,
                            max_batch=max_batch, chunk=chunk, batching=batching,

@@ -60,8 +60,9 @@ class ServingSpec(Frozen):
         default="bf16", description="Weight precision (fp4: NVFP4 on Blackwell)")
     gpu_memory_utilization: Annotated[float, Field(gt=0, le=1)] = Field(
         default=0.9, description="vLLM's share of device memory for weights, activations and the KV cache")
-    kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="Default: dtype")
-    max_batch: Annotated[int, Field(ge=1, le=4096)] = 256
+    kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="Default: dtype (fp8 under fp4)")
+    max_batch: Annotated[int, Field(ge=1, le=4096)] = Field(
+        default=256, description="Most requests running at once (vLLM max_num_seqs), per data-parallel rank")
     prefill_chunk_tokens: Annotated[int, Field(ge=1)] | None = None
     max_batched_tokens: Annotated[int, Field(ge=1)] | None = Field(
         default=None, description="vLLM max_num_batched_tokens per iteration (default prefill_chunk_tokens or 8192)"
@@ -99,6 +100,8 @@ class ServingSpec(Frozen):
     def _one_model(self) -> ServingSpec:
         if (self.model is None) == (self.model_config_file is None):
             raise ValueError("give exactly one of 'model' (a catalog name) and 'model_config' (a config.json)")
+        if self.tp * self.dp * self.pp > 4096:
+            raise ValueError(f"tp × dp × pp is {self.tp * self.dp * self.pp:,}; a replica holds at most 4,096 GPUs")
         return self
 
     @model_serializer(mode="wrap")
@@ -152,7 +155,7 @@ class ReplicaShape(Frozen):
     """How a model's replicas look on one pool; unset fields come from the model's own."""
 
     gpus_per_replica: Annotated[int, Field(ge=1, le=4096)] | None = Field(
-        default=None, description="Default: this pool's serving.tp, else the model's gpus_per_replica"
+        default=None, description="Default: this pool's serving tp × dp × pp, else the model's gpus_per_replica"
     )
     capacity_rps: Positive | None = Field(
         default=None, description="Requests per second one replica on this pool sustains within the SLO"

@@ -109,6 +109,10 @@ def capacity_curve(
         raise ValueError(f"routing must be one of {', '.join(valid)} with the {scheduler} scheduler, got {routing!r}")
     policy = "least_outstanding" if replicas == 1 or routing == "least_loaded" else routing
     budget = max_batched_tokens or prefill_chunk_tokens or DEFAULT_MAX_BATCHED_TOKENS
+    if scheduler != "vllm" and (getattr(model, "dp", 1) > 1 or getattr(model, "pp", 1) > 1):
+        raise ValueError("dp and pp apply to the vllm scheduler (ranks and stages scheduled as vLLM does)")
+    if kv_capacity_tokens is None and hasattr(model, "kv_memory"):  # vLLM's accounting at these settings
+        kv_capacity_tokens = model.kv_memory(max_num_batched_tokens=budget, max_num_seqs=max_batch).replica_kv_tokens
     options = (scheduler, budget, prefix_caching, kv_preemption, mix.shared_prefix_tokens, mix.distinct_prompts,
                replicas, policy, AFFINITY_LOAD_FACTOR)
     key = _cache_key(model, mix, slo, max_batch, kv_capacity_tokens, prefill_chunk_tokens, requests, warmup, seed,

@@ -33,11 +33,12 @@ def serve_closed_loop(users: int, prompt_tokens: Any, output_tokens: Any, model:
                       scheduler: str = "vllm", max_batch: int = 256, max_batched_tokens: int | None = None,
                       replicas: int = 1, policy: str = "least_outstanding", prefix_caching: bool = True,
                       kv_preemption: bool = True, prefix_id: Any = None, prefix_tokens: Any = None,
-                      prompt_id: Any = None) -> ServingResult:
+                      prompt_id: Any = None, kv_capacity_tokens: int | None = None) -> ServingResult:
     """Serve the requests as a closed loop of ``users``; per-request result (arrivals filled in).
 
     ``scheduler``: ``"vllm"`` (:func:`simulate_vllm`) or ``"whole_prompt"`` (:func:`simulate_router`,
     ``max_batched_tokens`` then being the chunked-prefill budget, None for none).
+    ``kv_capacity_tokens``: the replica's KV cache (default: the model's own).
     """
     if users < 1:
         raise ValueError(f"concurrency must be >= 1, got {users}")
@@ -46,11 +47,12 @@ def serve_closed_loop(users: int, prompt_tokens: Any, output_tokens: Any, model:
                              max_num_batched_tokens=max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS,
                              prefix_caching=prefix_caching, kv_preemption=kv_preemption, prefix_id=prefix_id,
                              prefix_tokens=prefix_tokens, prompt_id=prompt_id, replicas=replicas,
-                             policy=policy, users=users)
+                             policy=policy, users=users, kv_capacity_tokens=kv_capacity_tokens)
     if scheduler != "whole_prompt":
         raise ValueError(f"scheduler must be vllm or whole_prompt, got {scheduler!r}")
     return simulate_router(None, prompt_tokens, output_tokens, model, replicas=replicas, policy=policy,
-                           max_batch=max_batch, prefill_chunk_tokens=max_batched_tokens, users=users)
+                           max_batch=max_batch, prefill_chunk_tokens=max_batched_tokens, users=users,
+                           kv_capacity_tokens=kv_capacity_tokens)
 
 
 def concurrency_point(result: ServingResult, users: int, gpus_per_replica: int = 1) -> dict[str, Any]:

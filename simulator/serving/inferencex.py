@@ -133,8 +133,14 @@ def point_lengths(point: Point, rng: np.random.Generator) -> tuple[np.ndarray, n
 
 def simulate_point(point: Point, model: OperatorIterationModel, kv_capacity: int | None = None,
                    seed: int = 0) -> dict[str, float]:
-    """Mean TTFT and mean TPOT (seconds) of the point's closed loop, and its output tokens/s per GPU."""
-    capacity = kv_capacity if kv_capacity is not None else kv_tokens(model)
+    """Mean TTFT and mean TPOT (seconds) of the point's closed loop, and its output tokens/s per GPU.
+
+    ``kv_capacity``: the replica's KV tokens (default: vLLM's accounting at the engine settings,
+    every data-parallel rank's).
+    """
+    if point.osl < 2:
+        raise ValueError("TPOT needs at least 2 output tokens")
+    capacity = kv_capacity if kv_capacity is not None else kv_tokens(model) * model.dp
     prompt, output = point_lengths(point, np.random.default_rng(seed))
     result = simulate_vllm(None, prompt, output, model, max_num_seqs=MAX_NUM_SEQS,
                            max_num_batched_tokens=MAX_NUM_BATCHED_TOKENS, kv_capacity_tokens=capacity,
@@ -159,7 +165,7 @@ def compare(points: list[Point], llms: dict[str, LlmSpec] | None = None,
             model = point_model(point, llms, **(efficiencies or {}).get(point.gpu, {}))
             models[key] = (model, kv_tokens(model))
         model, capacity = models[key]
-        sim = simulate_point(point, model, capacity)
+        sim = simulate_point(point, model, capacity * model.dp)
         rows.append(dict(
             scenario=point.scenario, label=point.label, concurrency=point.concurrency, model=point.model,
             gpu=point.gpu, precision=point.precision, tp=point.tp, ttft_s=point.ttft_s, tpot_s=point.tpot_s,

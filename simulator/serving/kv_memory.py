@@ -42,17 +42,19 @@ def visible_memory_bytes(gpu) -> float:
     return (visible if visible else gpu.memory_gb * 0.995) * _GIB
 
 
-def activation_peak_bytes(llm, tp: int, ep_shards: int, max_num_batched_tokens: int, max_num_seqs: int) -> float:
+def activation_peak_bytes(llm, tp: int, max_num_batched_tokens: int, max_num_seqs: int) -> float:
     """Peak activation memory of the profiling pass on one GPU.
 
     Per token at the widest point of a layer (16-bit): the hidden state and the residual, the
     gated MLP's two projections and their product on this GPU (``3 × width / tp``; for a MoE layer
-    each token's ``top_k`` expert rows, ``3 × top_k × expert width / shards``), and the attention's
-    Q, K and V heads on this GPU. Plus the sampler's FP32 logits and probabilities over the
-    vocabulary for ``max_num_seqs`` sequences.
+    each token's ``top_k`` expert rows, ``3 × top_k × expert width / tp``: with experts split by
+    ``tp`` each GPU computes a slice of every row, with expert parallelism over ``tp × dp`` GPUs
+    each receives ``dp`` ranks' tokens for ``1 / (tp·dp)`` of the experts, the same per-GPU count),
+    and the attention's Q, K and V heads on this GPU. Plus the sampler's FP32 logits and
+    probabilities over the vocabulary for ``max_num_seqs`` sequences.
     """
     if llm.experts:
-        width = max(llm.top_k * llm.expert_intermediate / ep_shards,
+        width = max(llm.top_k * llm.expert_intermediate / tp,
                     (llm.intermediate or 0) / tp, llm.shared_expert_intermediate / tp)
     else:
         width = llm.intermediate / tp if llm.intermediate else 4.0 * llm.hidden / tp
@@ -96,7 +98,7 @@ def vllm_kv_memory(model, gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION
     par = model.parallelism
     visible = visible_memory_bytes(model.gpu)
     weights = model.weight_bytes_per_gpu
-    activation = activation_peak_bytes(model.llm, par.tp, par.expert_shards, max_num_batched_tokens, max_num_seqs)
+    activation = activation_peak_bytes(model.llm, par.tp, max_num_batched_tokens, max_num_seqs)
     reserve = reserve_gib * _GIB
     free = max(visible * gpu_memory_utilization - weights - activation - reserve, 0.0)
     per_token = model.kv_bytes_per_token_per_gpu

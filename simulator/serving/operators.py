@@ -87,7 +87,7 @@ class OperatorIterationModel(RooflineIterationModel):
     allreduce_latency_s: float | None = None  # default: the GPU's allreduce_latency_us
     layer_overhead_s: float | None = None
     widened_expert_efficiency: float | None = None  # GEMM share of peak for a checkpoint's 4-bit experts
-    link_efficiency: float | None = None  # achieved share of the scale-up and scale-out bandwidths
+    link_efficiency: float | None = None  # achieved share of the link's bandwidth in TP all-reduces
     dp: int = 1
     pp: int = 1
     ep: int = 1
@@ -118,7 +118,17 @@ class OperatorIterationModel(RooflineIterationModel):
             raise ServingConfigError(f"ep {self.ep} does not divide {self.llm.name}'s {self.llm.experts} experts")
         if self.ep_imbalance is not None and self.ep_imbalance < 1:
             raise ServingConfigError(f"ep_imbalance must be >= 1, got {self.ep_imbalance}")
+        if not 0 < self.gpu_memory_utilization <= 1:
+            raise ServingConfigError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization}")
         super().__post_init__()
+        memory = self.kv_memory()
+        if memory.kv_cache_tokens < 16:
+            raise ServingConfigError(
+                f"{self.llm.name} in {self.dtype} leaves no KV cache on a replica of {self.gpus} × "
+                f"{self.gpu_name or 'GPU'} ({self.parallelism.describe()}): of {memory.visible_bytes / 1e9:,.0f} GB × "
+                f"{self.gpu_memory_utilization:.0%} per GPU, weights take {memory.weights_bytes / 1e9:,.1f} GB, "
+                f"activations {memory.activation_bytes / 1e9:,.1f} GB and the runtime {memory.reserve_bytes / 1e9:,.1f} "
+                "GB; use more GPUs per replica (tp, ep, pp) or a smaller dtype")
 
     def _check_weights_fit(self) -> None:
         usable = visible_memory_bytes(self.gpu) * self.gpu_memory_utilization
@@ -230,10 +240,9 @@ class OperatorIterationModel(RooflineIterationModel):
             latency = (gpu.allreduce_latency_us if gpu.allreduce_latency_us is not None
                        else _DEFAULT_ALLREDUCE_US) * 1e-6
         return communication(self.parallelism, layers=llm.layers, moe_layers=llm.routed_layers, hidden=llm.hidden,
-                             top_k=llm.top_k, link_gbps=(gpu.link_gbps or _DEFAULT_LINK_GBPS) * self.link_efficiency,
+                             top_k=llm.top_k, link_gbps=gpu.link_gbps or _DEFAULT_LINK_GBPS,
                              allreduce_latency_s=latency, scale_up_domain=gpu.scale_up_domain,
-                             scale_out_gbps=(gpu.scale_out_gbps * self.link_efficiency if gpu.scale_out_gbps
-                                             else None))
+                             scale_out_gbps=gpu.scale_out_gbps, allreduce_efficiency=self.link_efficiency)
 
     @property
     def params(self) -> np.ndarray:
@@ -244,12 +253,13 @@ class OperatorIterationModel(RooflineIterationModel):
         b_attn, b_lin, b_exp = self._attention_proj_bytes(), self._linear_bytes(), self._expert_bytes()
         dense_flops = llm.attention_params / self._peak(b_attn) + llm.dense_mlp_params / self._peak(b_lin)
         expert_flops = llm.top_k * llm.expert_params / self._peak(b_lin)
-        if llm.expert_bytes_per_param and llm.expert_bytes_per_param < b_lin:  # 4-bit experts widened to multiply
+        if llm.expert_bytes_per_param and llm.expert_bytes_per_param < b_lin and self.dtype != "fp4":
+            # the checkpoint's 4-bit experts widened to multiply at the dtype's precision
             expert_flops *= gemm_eff / self.widened_expert_efficiency
         gemm_per_token = 2.0 * (dense_flops + expert_flops * imbalance) / (par.tp * par.dp * gemm_eff)
         lm_head = llm.vocab * llm.hidden * max(_BYTES[self.dtype], 2.0)
         dense_read = (llm.attention_params * b_attn + llm.dense_mlp_params * b_lin + lm_head) / par.tp / bandwidth
-        expert_read = llm.expert_params * b_exp / par.expert_shards / bandwidth * imbalance
+        expert_read = llm.expert_params * b_exp / par.expert_shards / bandwidth  # distinct experts: no imbalance
         attention_per_position = 4.0 * llm.layers * llm.heads * llm.head_dim / (
             par.tp * par.dp * self.gpu.tflops_bf16 * 1e12 * attn_eff)
         kv_read_per_token = self.kv_read_per_token(bandwidth)

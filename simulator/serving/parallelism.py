@@ -114,23 +114,28 @@ class Communication:
 def communication(par: Parallelism, *, layers: int, moe_layers: int, hidden: int, top_k: int,
                   link_gbps: float, allreduce_latency_s: float, scale_up_domain: int | None,
                   scale_out_gbps: float | None, activation_bytes: float = 2.0,
-                  dispatch_bytes: float = 1.0) -> Communication:
+                  dispatch_bytes: float = 1.0, allreduce_efficiency: float = 1.0) -> Communication:
     """Communication of one iteration under ``par`` (module docstring), linear in its tokens.
 
     * All-reduce (``tp > 1``): two ring all-reduces per layer on each rank's ``T / dp`` tokens,
-      ``2·layers·(latency + 2(tp−1)/tp · (T/dp)·hidden·2 bytes / bandwidth)``.
+      ``2·layers·(latency + 2(tp−1)/tp · (T/dp)·hidden·2 bytes / bandwidth)``, the bandwidth at
+      ``allreduce_efficiency`` of the link's (the fitted share for the GPU generation). With expert
+      parallelism a MoE layer's combine returns each token whole, so its MLP needs no all-reduce:
+      ``2·layers − moe_layers`` of them.
     * All-to-all (``ep > 1``): per MoE layer a dispatch (``dispatch_bytes`` per value, FP8) and a
       combine (16-bit) of every token-expert pair that leaves its GPU (:func:`all_to_all`, whose
       time is linear in tokens: its per-token slope is taken from one token's exchange).
     * Pipeline (``pp > 1``): ``pp − 1`` hand-offs of the activations (``T·hidden·2`` bytes) per
-      iteration, each one latency plus the bytes at the link's (or network's) speed.
+      iteration, each one latency plus the bytes at the link's speed, or the network's for the
+      hand-offs between scale-up domains (stages laid out in order, domains filled in turn).
     """
     domain = scale_up_domain
     if par.tp > 1:
-        bandwidth = group_bandwidth(par.tp, link_gbps, scale_out_gbps, domain)
+        bandwidth = group_bandwidth(par.tp, link_gbps, scale_out_gbps, domain) * allreduce_efficiency
         latency = allreduce_latency_s + (SCALE_OUT_LATENCY_S if crosses_domain(par.tp, domain) else 0.0)
-        ar_fixed = 2 * layers * latency
-        ar_token = 2 * layers * 2.0 * (par.tp - 1) / par.tp * hidden * activation_bytes / bandwidth / par.dp
+        count = 2 * layers - (moe_layers if par.ep > 1 else 0)
+        ar_fixed = count * latency
+        ar_token = count * 2.0 * (par.tp - 1) / par.tp * hidden * activation_bytes / bandwidth / par.dp
     else:
         ar_fixed = ar_token = 0.0
     if par.ep > 1 and moe_layers:
@@ -144,10 +149,13 @@ def communication(par: Parallelism, *, layers: int, moe_layers: int, hidden: int
         a2a_fixed = a2a_token = 0.0
     if par.pp > 1:
         stage_gpus = par.tp * par.dp
-        bandwidth = group_bandwidth(stage_gpus * par.pp, link_gbps, scale_out_gbps, domain)
-        latency = allreduce_latency_s + (SCALE_OUT_LATENCY_S if crosses_domain(stage_gpus * par.pp, domain) else 0.0)
-        pipe_fixed = (par.pp - 1) * latency
-        pipe_token = (par.pp - 1) * hidden * activation_bytes / bandwidth / (par.tp * par.dp)
+        total = stage_gpus * par.pp
+        domains = -(-total // domain) if domain else 1
+        across = min(par.pp - 1, domains - 1)  # hand-offs from one domain to the next
+        inside = par.pp - 1 - across
+        network = (scale_out_gbps or DEFAULT_SCALE_OUT_GBPS) * 1e9
+        pipe_fixed = inside * allreduce_latency_s + across * (allreduce_latency_s + SCALE_OUT_LATENCY_S)
+        pipe_token = (inside / (link_gbps * 1e9) + across / network) * hidden * activation_bytes / stage_gpus
     else:
         pipe_fixed = pipe_token = 0.0
     return Communication(ar_fixed, ar_token, a2a_fixed, a2a_token, pipe_fixed, pipe_token)

@@ -30,6 +30,12 @@ def replica_model(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dtype: s
                           gpu_memory_utilization=gpu_memory_utilization)
 
 
+def check_layout(model: OperatorIterationModel, scheduler: str) -> None:
+    """Data-parallel ranks and pipeline stages are modelled with vLLM's scheduling only."""
+    if scheduler != "vllm" and (model.dp > 1 or model.pp > 1):
+        raise ServingConfigError("dp and pp apply to vllm batching (ranks and stages scheduled as vLLM does)")
+
+
 def describe_replica(model: OperatorIterationModel, dtype: str) -> str:
     """``llama-3.1-70b on 4×H100 fp8`` (``TP2 × EP16`` when more than TP)."""
     par = model.parallelism
@@ -69,6 +75,7 @@ def serving_report(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dtype: 
                                  "request needs a token of the iteration's budget")
     model = replica_model(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, model_config=model_config,
                           dp=dp, pp=pp, ep=ep, gpu_memory_utilization=gpu_memory_utilization)
+    check_layout(model, scheduler)
     if trace is not None:
         workload = trace_workload(trace, rate=rate, rate_scale=rate_scale, seed=seed,
                                   shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts)
@@ -150,6 +157,7 @@ def concurrency_report(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dty
         raise ServingConfigError(f"--max-batched-tokens ({max_batched_tokens}) must be >= --max-batch ({max_batch})")
     model = replica_model(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, model_config=model_config,
                           dp=dp, pp=pp, ep=ep, gpu_memory_utilization=gpu_memory_utilization)
+    check_layout(model, scheduler)
     labels = {"shared_prefix_tokens": shared_prefix_tokens, "distinct_prompts": distinct_prompts}
 
     def workload_for(users: int):
@@ -165,8 +173,11 @@ def concurrency_report(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dty
         assert input_len and output_len
         return synthetic_workload(input_len, output_len, count, None, seed, **labels)
 
+    kv = model.kv_memory(max_num_batched_tokens=max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS,
+                         max_num_seqs=max_batch).replica_kv_tokens
     rows = concurrency_curve(concurrencies, workload_for, model, gpus_per_replica=model.gpus, scheduler=scheduler,
                              max_batch=max_batch, max_batched_tokens=max_batched_tokens, replicas=replicas,
+                             kv_capacity_tokens=kv,
                              policy="least_outstanding" if router == "least_loaded" else router,
                              **({"prefix_caching": prefix_caching, "kv_preemption": kv_preemption}
                                 if scheduler == "vllm" else {}))

@@ -118,8 +118,9 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
         text = str(exc)
         field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text
                  else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
-                 or "FP8" in text or "FP4" in text else "ep" if text.startswith(("ep ", "ep_", "ep must"))
-                 else "pp" if text.startswith("pp ") else "tp")
+                 or "no FP8 support" in text or "no FP4 tensor cores" in text
+                 else "ep" if text.startswith(("ep ", "ep_", "ep must")) else "pp" if text.startswith("pp ")
+                 else "gpu_memory_utilization" if text.startswith("gpu_memory_utilization") else "tp")
         raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
     mix = _requests(spec, model, base_dir, loc)
     slo = Slo(spec.slo.ttft_s, spec.slo.ttft_percentile, spec.slo.tpot_s, spec.slo.tpot_percentile)

@@ -74,11 +74,15 @@ def simulate_vllm(
     The result's ``cached_tokens`` holds the prompt tokens each request took from the prefix
     cache when first admitted.
 
-    A model with pipeline stages (``pp > 1``, :mod:`simulator.serving.parallelism`) runs as ``pp``
-    engines per replica, each with ``1 / pp`` of the KV cache and the router's share of the
-    requests, each iteration passing through every stage (vLLM's virtual engines). With
+    A model with pipeline stages (``pp > 1``, :mod:`simulator.serving.parallelism`) keeps ``pp``
+    batches in flight, one per stage, each iteration passing through every stage. It is served as
+    ``pp`` engines per replica, each holding ``1 / pp`` of the KV cache and of ``max_num_seqs``
+    (vLLM V1's one scheduler bounds the running requests of all batches together) with its own
+    token budget; the router's policy spreads requests over all engines. Splitting the cache
+    statically (and the prefix cache with it) is the approximation: vLLM shares one pool. With
     data-parallel attention (``dp > 1``) ``max_num_seqs`` and ``max_num_batched_tokens`` are per
-    rank, as in vLLM: the replica's engine runs ``dp`` times as many (the ranks step together).
+    rank, as in vLLM: the replica's engine runs ``dp`` times as many (the ranks step together), and
+    a request must fit one rank's cache.
     """
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
     output = np.asarray(output_tokens, dtype=np.int64)
@@ -102,25 +106,23 @@ def simulate_vllm(
     start, count, keys, n_keys = block_keys(prompt, prefix_id, prefix_tokens, prompt_id, block_size)
     per_request = (prompt + output + block_size - 1) // block_size
     largest = int(per_request.max(initial=0))
+    stages = int(getattr(model, "pp", 1) or 1)
+    ranks = int(getattr(model, "dp", 1) or 1)
+    engines = int(replicas) * stages
+    max_num_seqs = max(1, -(-max_num_seqs * ranks // stages))
+    max_num_batched_tokens = max_num_batched_tokens * ranks
     if kv_capacity_tokens is None:
         blocks = int(per_request.max(initial=1)) * max_num_seqs + n_keys + 1
     else:
-        blocks = int(kv_capacity_tokens) // block_size
-        if largest > blocks:
+        blocks = int(kv_capacity_tokens) // block_size // stages
+        rank_blocks = blocks // ranks
+        if largest > rank_blocks:
+            where = ("a replica" if ranks == stages == 1 else
+                     f"each {'data-parallel rank' if stages == 1 else 'rank of a pipeline engine'} of a replica")
             raise ServingConfigError(
-                f"a request needs {largest * block_size:,} tokens of KV cache but a replica holds "
-                f"{blocks * block_size:,}; shorten the requests, use more GPUs per replica (tp) or fp8"
+                f"a request needs {largest * block_size:,} tokens of KV cache but {where} holds "
+                f"{rank_blocks * block_size:,}; shorten the requests, use more GPUs per replica (tp) or fp8"
             )
-    stages = int(getattr(model, "pp", 1) or 1)
-    engines = int(replicas) * stages
-    ranks = int(getattr(model, "dp", 1) or 1)
-    max_num_seqs, max_num_batched_tokens = max_num_seqs * ranks, max_num_batched_tokens * ranks
-    if stages > 1 and kv_capacity_tokens is not None:
-        blocks //= stages
-        if largest > blocks:
-            raise ServingConfigError(
-                f"a request needs {largest * block_size:,} tokens of KV cache but each of a replica's {stages} "
-                f"pipeline engines holds {blocks * block_size:,}; shorten the requests or use fewer stages")
     order = np.argsort(arrival, kind="stable")
     affine = policy == "prefix_affinity" and engines > 1
     none = (np.full(n, -1, dtype=np.int64), np.zeros(0, dtype=np.int64))
