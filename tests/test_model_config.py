@@ -85,6 +85,33 @@ def test_qwen3_moe_and_dense_from_their_configs():
     assert within(dense.params, 32.8e9)
 
 
+def test_llama_4_scout_from_its_checkpoint_config():
+    # The RedHatAI FP8-dynamic checkpoint vLLM served in the H100 runs: a multimodal wrapper whose
+    # text_config is Llama 4 (16 experts, top-1, one shared expert). Meta's card: 109B total, 17B
+    # active (the input embedding counted, 1.03B here). The checkpoint's compressed-tensors `ignore`
+    # list keeps the language model's attention projections 16-bit.
+    spec = load_model_config(CONFIGS / "llama-4-scout-17b-16e-instruct-fp8-dynamic.json")
+    assert within(spec.params, 109e9) and within(spec.active_params + spec.vocab * spec.hidden, 17e9)
+    assert (spec.experts, spec.top_k, spec.moe_layers) == (16, 1, 48)
+    assert spec.expert_intermediate == spec.shared_expert_intermediate == 8192
+    assert spec.fp8_attention is False
+    catalog = LLM_CATALOG["llama-4-scout-17b-16e"]
+    assert spec.kv_bytes_per_token(1.0) == catalog.kv_bytes_per_token(1.0) == 2 * 48 * 8 * 128
+    assert abs(spec.params - catalog.params) < 1e6  # the catalog's hand count, within the norms
+
+
+def test_llama_4_maverick_interleaves_moe_and_dense_layers():
+    # Maverick (published shapes): MoE on every second layer (interleave_moe_layer_step 2), dense
+    # MLPs of intermediate_size_mlp between. Meta's card: 400B total, 17B active.
+    maverick = {"model_type": "llama4_text", "num_hidden_layers": 48, "hidden_size": 5120,
+                "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 8192,
+                "intermediate_size_mlp": 16384, "num_local_experts": 128, "num_experts_per_tok": 1,
+                "vocab_size": 202048, "interleave_moe_layer_step": 2, "tie_word_embeddings": False}
+    spec = load_model_config(maverick)
+    assert (spec.moe_layers, spec.intermediate) == (24, 16384)
+    assert within(spec.params, 400e9) and within(spec.active_params + spec.vocab * spec.hidden, 17e9)
+
+
 # Kimi-K2 and Qwen3-235B-A22B: their config.json could not be obtained byte for byte, so these
 # two read the published shapes as a mapping (the loader's dict input).
 KIMI_K2 = {"model_type": "kimi_k2", "num_hidden_layers": 61, "hidden_size": 7168, "num_attention_heads": 64,

@@ -8,7 +8,7 @@ between the two; sorted by swing, they make the tornado chart.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,8 @@ def point_value(scenario: Scenario, field: str) -> Any:
     """The value a field has in a scenario (after validation and rounding)."""
     node: Any = scenario
     for part in parse_field_path(field):
-        node = node[part] if isinstance(part, int) else getattr(node, part)
+        # A list entry by index, a mapping's entry (a model's per-pool ``replicas``) by key.
+        node = node[part] if isinstance(part, int) or isinstance(node, Mapping) else getattr(node, part)
     return node
 
 

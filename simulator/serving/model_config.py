@@ -2,7 +2,10 @@
 
 Families read (by ``model_type``; a multimodal wrapper's ``text_config`` is read in its place):
 Llama, Mistral, Qwen2, Qwen3 (dense), Qwen2-MoE, Qwen3-MoE, Mixtral, DeepSeek-V2/V3 (and Kimi-K2,
-which uses the DeepSeek-V3 architecture), gpt-oss, GLM-4.5+ (``glm4_moe``) and MiniMax-M2.
+which uses the DeepSeek-V3 architecture), gpt-oss, GLM-4.5+ (``glm4_moe``), MiniMax-M2 and Llama 4
+(``llama4_text``: one shared expert beside the routed ones, MoE every ``interleave_moe_layer_step``
+layers with ``intermediate_size_mlp`` dense MLPs between; its chunked local attention is read as
+full attention).
 
 What is read: layers, hidden size, attention and KV heads (GQA/MQA), ``head_dim`` (default
 hidden / heads), vocabulary, ``tie_word_embeddings``; MLA (``kv_lora_rank``, ``q_lora_rank``,
@@ -14,7 +17,8 @@ experts (``n_shared_experts`` × ``moe_intermediate_size``, or ``shared_expert_i
 dense-first layers (``first_k_dense_replace``; Qwen's ``mlp_only_layers``); windowed layers
 (``layer_types`` entries ``sliding_attention`` with ``sliding_window``); gpt-oss attention biases
 and sinks; ``quantization_config`` with ``quant_method: mxfp4`` (gpt-oss: routed experts stored in
-4.25 bits per parameter, 4-bit values plus one 8-bit scale per 32).
+4.25 bits per parameter, 4-bit values plus one 8-bit scale per 32); a compressed-tensors ``ignore``
+list naming the language model's ``self_attn`` projections keeps attention 16-bit (``fp8_attention``).
 
 Parameter counts come from the shapes. **Total**: every weight of the main model (embeddings,
 attention, MLPs and experts, routers, norms, biases). **Active**: the parameters one token's forward
@@ -38,7 +42,7 @@ from simulator.serving.llm_catalog import LlmSpec
 MXFP4_BYTES_PER_PARAM = (4 + 8 / 32) / 8
 
 _DENSE = {"llama", "mistral", "qwen2", "qwen3"}
-_MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2", "minimax"}
+_MOE = {"mixtral", "qwen2_moe", "qwen3_moe", "gpt_oss", "glm4_moe", "minimax_m2", "minimax", "llama4_text"}
 _MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
 FAMILIES = tuple(sorted(_DENSE | _MOE | _MLA))
 
@@ -134,16 +138,20 @@ def _spec(cfg: _Config, kind: str, name: str, where: str) -> LlmSpec:
         shape["intermediate"] = int(cfg.need("intermediate_size"))
     else:
         top_k = int(cfg.need("num_experts_per_tok"))
-        if kind in ("mixtral", "gpt_oss", "minimax", "minimax_m2"):
+        if kind in ("mixtral", "gpt_oss", "minimax", "minimax_m2", "llama4_text"):
             width = int(cfg.need("intermediate_size"))
         else:
             width = int(cfg.need("moe_intermediate_size"))
         shared = int(cfg.get("shared_expert_intermediate_size", 0)) or int(cfg.get("n_shared_experts", 0)) * width
         dense_first = int(cfg.get("first_k_dense_replace", 0)) + len(cfg.get("mlp_only_layers", []))
+        if kind == "llama4_text":  # one shared expert per MoE layer; MoE every `step` layers, dense between
+            shared = width
+            dense_first = layers - layers // int(cfg.get("interleave_moe_layer_step", 1) or 1)
         shape.update(experts=experts, top_k=top_k, expert_intermediate=width, shared_expert_intermediate=shared,
                      moe_layers=layers - dense_first)
         if dense_first:
-            shape["intermediate"] = int(cfg.need("intermediate_size"))
+            key = "intermediate_size_mlp" if kind == "llama4_text" else "intermediate_size"
+            shape["intermediate"] = int(cfg.need(key))
         moe_layers = layers - dense_first
         extra += moe_layers * experts * hidden  # router
         if cfg.get("shared_expert_intermediate_size", 0):
@@ -153,6 +161,9 @@ def _spec(cfg: _Config, kind: str, name: str, where: str) -> LlmSpec:
     quant = cfg.get("quantization_config", {}) or {}
     if isinstance(quant, Mapping) and quant.get("quant_method") == "mxfp4" and experts:
         shape["expert_bytes_per_param"] = MXFP4_BYTES_PER_PARAM
+    ignored = quant.get("ignore", []) if isinstance(quant, Mapping) else []
+    if any("self_attn" in str(name) and not str(name).startswith("vision") for name in ignored or []):
+        shape["fp8_attention"] = False  # the checkpoint keeps the language model's attention 16-bit
     spec = LlmSpec(name, 0.0, 0.0, layers, hidden, heads, kv_heads, head_dim, f"config.json: {where}", **shape)
     routed = spec.experts * spec.expert_params
     total = spec.attention_params + spec.embedding_params + spec.dense_mlp_params + routed + extra
