@@ -7,16 +7,17 @@ Months are calendar months (the first and last may be partial: the horizon's). P
 - R&D compute by component (training, and all of a pool no model uses);
 - operating expenses by ``opex`` line (:mod:`simulator.economics.opex`);
 - EBITDA = gross margin − R&D compute − opex + D&A, where D&A is all depreciation (in COGS
-  and R&D compute); EBIT = EBITDA − D&A (``operating_result_usd``); interest on the loans;
-  EBT = EBIT − interest; tax = rate × EBT when positive; net income = EBT − tax
-  (``net_result_usd``).
+  and R&D compute); EBIT = EBITDA − D&A (``operating_result_usd``).
 
-Cash: revenue and every cost but depreciation are paid as they accrue (so operating cash
-flow = EBITDA − interest − tax), purchases are paid on delivery (capex); a share of each
-month's capex is borrowed (in all at most the cap; past it purchases are paid from cash),
-each loan repaid in equal monthly instalments (an annuity) from the month after. Net cash
-flow = operating cash flow − capex + loans drawn − principal repaid; the cash balance
-starts at ``opening_cash_usd``; the debt balance is the principal outstanding.
+Below EBIT, and every balance, come from the path's books (:mod:`simulator.economics.books`):
+EBT = EBIT + other income (late-delivery credits) + gains on GPUs sold − interest − financing
+fees; tax as the scenario's ``taxes`` say; net income = EBT − tax (``net_result_usd``). The
+balance sheet (cash, deposits, GPUs at cost less accumulated depreciation; debt by facility,
+tax payable; paid-in capital, retained earnings) and the cash flow (operating, investing,
+financing) are views of the path's ledger. Without purchase terms, GPU sales, facilities,
+equity or loss carry-forward, these are as before: operating cash flow = EBITDA − interest −
+tax, purchases paid on delivery, the ``share_of_capex`` loan drawn on each month's capex up to
+its cap and repaid in equal monthly instalments from the month after.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ import numpy as np
 import pandas as pd
 
 from simulator import group_sums
+from simulator.economics.books import BookTerms, PathAssets, path_books
 from simulator.group_sums import group_codes
-from simulator.scenario.economics import Financing
+from simulator.scenario.economics import Financing, Taxes
 
 _SUMMED = [
     "revenue_usd", "cost_usd", "cogs_usd", "rnd_compute_usd", "cost_depreciation_usd", "cost_cloud_usd",
@@ -39,10 +41,14 @@ _SUMMED = [
 
 
 def monthly_pnl(timeseries: pd.DataFrame | Mapping[str, np.ndarray], financing: Financing, step_s: float,
-                opex: pd.DataFrame | None = None, tax_rate: float = 0.0) -> pd.DataFrame:
-    """One row per (path, month): income statement, cash flow, cash and debt balances.
+                opex: pd.DataFrame | None = None, tax_rate: float = 0.0, taxes: Taxes | None = None,
+                terms: BookTerms | None = None, assets: Mapping[int, PathAssets] | None = None) -> pd.DataFrame:
+    """One row per (path, month): income statement, balance sheet, cash flow, covenants.
 
-    ``opex``: USD per (month, line) (:func:`simulator.economics.opex.monthly_opex`).
+    ``opex``: USD per (month, line) (:func:`simulator.economics.opex.monthly_opex`). ``terms``
+    and ``assets`` (per path) give the books the pools, their GPUs' log and purchase terms
+    (:mod:`simulator.economics.books`); without them every purchase is paid on delivery and no
+    GPU is sold. ``taxes`` (default: ``tax_rate`` on each month's profit).
     """
     time = np.asarray(timeseries["time"])
     column = {name: np.asarray(timeseries[name]) for name in
@@ -93,19 +99,11 @@ def monthly_pnl(timeseries: pd.DataFrame | Mapping[str, np.ndarray], financing: 
     out["ebitda_usd"] = out["ebit_usd"] + out["depreciation_amortization_usd"]
     out["operating_result_usd"] = out["ebit_usd"]
     out["capex_usd"] = col["capex_usd"]
-    drawn, principal, interest = _financing(path, out["capex_usd"], financing)
-    out["interest_usd"] = interest
-    out["ebt_usd"] = out["ebit_usd"] - interest
-    out["tax_usd"] = tax_rate * np.clip(out["ebt_usd"], 0.0, None)
-    out["net_income_usd"] = out["ebt_usd"] - out["tax_usd"]
+    booked = _books(path, col["month"], out, financing, taxes if taxes is not None else Taxes(rate=tax_rate),
+                    terms, assets, time, step_s)
+    out.update(booked)
     out["net_result_usd"] = out["net_income_usd"]
-    out["operating_cash_flow_usd"] = out["ebitda_usd"] - interest - out["tax_usd"]
-    out["loan_drawn_usd"] = drawn
-    out["loan_repaid_usd"] = principal
-    out["cash_flow_usd"] = out["operating_cash_flow_usd"] - out["capex_usd"] + drawn - principal
     out["cumulative_cash_usd"] = _cumsum_by_path(path, out["cash_flow_usd"])
-    out["cash_balance_usd"] = financing.opening_cash_usd + out["cumulative_cash_usd"]
-    out["debt_balance_usd"] = _cumsum_by_path(path, out["loan_drawn_usd"] - out["loan_repaid_usd"])
     out["served_tokens"] = col["served_tokens"]
     tokens = np.where(out["served_tokens"] > 0, out["served_tokens"] / 1e6, np.nan)
     with np.errstate(all="ignore"):
@@ -125,34 +123,18 @@ def _cumsum_by_path(path: np.ndarray, values: np.ndarray) -> np.ndarray:
     return group_sums.running_sums(group_codes(path)[0], values)
 
 
-def _financing(path: np.ndarray, capex_usd: np.ndarray, financing: Financing
-               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Loan drawn, principal repaid and interest per row, path by path."""
-    n = len(path)
-    drawn = np.zeros(n)
-    principal = np.zeros(n)
-    interest = np.zeros(n)
-    if financing.share_of_capex <= 0:
-        return drawn, principal, interest
-    rate = financing.rate_per_year / 12.0
-    months = max(1, round(financing.term_years * 12))
-    cap = np.inf if financing.cap_usd is None else financing.cap_usd
-    for _, rows in pd.Series(path).groupby(path).indices.items():
-        capex = capex_usd[rows]
-        wanted = financing.share_of_capex * capex
-        # Draws in month order up to the cap; past it, purchases are paid from cash.
-        loans = np.diff(np.minimum(np.cumsum(wanted), cap), prepend=0.0)
-        balance = np.zeros(len(rows))  # outstanding balance of the loan drawn in month i
-        paid = np.zeros(len(rows), dtype=np.int64)
-        payment = loans * rate / (1 - (1 + rate) ** -months) if rate > 0 else loans / months
-        for j in range(len(rows)):
-            active = (np.arange(len(rows)) < j) & (paid < months) & (balance > 0)
-            month_interest = balance[active] * rate
-            month_principal = np.minimum(payment[active] - month_interest, balance[active])
-            balance[active] -= month_principal
-            paid[active] += 1
-            interest[rows[j]] = month_interest.sum()
-            principal[rows[j]] = month_principal.sum()
-            balance[j] = loans[j]
-            drawn[rows[j]] = loans[j]
-    return drawn, principal, interest
+def _books(path: np.ndarray, month: np.ndarray, out: dict[str, np.ndarray], financing: Financing, taxes: Taxes,
+           terms: BookTerms | None, assets: Mapping[int, PathAssets] | None, time: np.ndarray,
+           step_s: float) -> dict[str, np.ndarray]:
+    """Each path's books (its rows are consecutive and in month order), as columns."""
+    if terms is None:
+        start = pd.Timestamp(time.min())
+        horizon_s = (pd.Timestamp(time.max()) - start).total_seconds() + step_s
+        terms = BookTerms(financing, taxes, start, horizon_s)
+    columns: dict[str, np.ndarray] = {}
+    for p, rows in pd.Series(path).groupby(path, sort=False).indices.items():
+        part = {name: values[rows] for name, values in out.items() if name not in ("path", "month")}
+        booked = path_books(part, month[rows], terms, None if assets is None else assets.get(int(p)))
+        for name, values in booked.items():
+            columns.setdefault(name, np.full(len(path), np.nan))[rows] = values
+    return columns

@@ -1,8 +1,10 @@
 """Financial statements by calendar month, quarter and year, across paths.
 
-Each path's monthly P&L (:mod:`simulator.economics.pnl`) is rolled up to quarters and years:
-flows (revenue, costs, cash flows) are summed, balances (cash, debt) are the period's last
-month, and the gross margin % is the period's gross margin over its revenue. Across paths,
+Each path's monthly P&L, balance sheet, cash flow and covenants (:mod:`simulator.economics.pnl`)
+are rolled up to quarters and years: flows (revenue, costs, cash flows) are summed, balances
+(cash, debt, the balance sheet, the DSCR and LTVs) are the period's last month, a covenant
+breach is any month's (so its mean over paths is the probability of a breach in the period),
+and the gross margin % is the period's gross margin over its revenue. Across paths,
 each line gets its mean and P10/P50/P90 (for a margin %, the mean is the ratio of the sums
 over every path, so it is weighted by revenue).
 """
@@ -15,6 +17,9 @@ import numpy as np
 import pandas as pd
 
 #: (column of pnl.parquet, label, kind) in statement order; opex lines are inserted after "opex".
+#: Kinds: ``flow`` (summed over a period), ``balance`` (the period's last month), ``ratio`` (a
+#: margin %), ``multiple`` (DSCR, LTV: the period's last month, a ratio shown as 1.25×), ``any``
+#: (1 if any month of the period, so its mean over paths is a probability).
 LINES: tuple[tuple[str, str, str], ...] = (
     ("revenue_usd", "Revenue", "flow"),
     ("cogs_depreciation_usd", "COGS: depreciation", "flow"),
@@ -30,30 +35,64 @@ LINES: tuple[tuple[str, str, str], ...] = (
     ("ebitda_usd", "EBITDA", "flow"),
     ("depreciation_amortization_usd", "Depreciation and amortisation", "flow"),
     ("ebit_usd", "EBIT", "flow"),
+    ("other_income_usd", "Other income (late-delivery credits)", "flow"),
+    ("gain_on_sale_usd", "Gain (loss) on GPUs sold", "flow"),
     ("interest_usd", "Interest", "flow"),
+    ("financing_fees_usd", "Financing fees", "flow"),
     ("ebt_usd", "Earnings before tax", "flow"),
     ("tax_usd", "Tax", "flow"),
     ("net_income_usd", "Net income", "flow"),
+    ("tax_paid_usd", "Tax paid", "flow"),
+    # Cash flow
     ("operating_cash_flow_usd", "Operating cash flow", "flow"),
     ("capex_usd", "Capex", "flow"),
+    ("gpu_payments_usd", "GPUs paid (deposits and balances, net of credits)", "flow"),
+    ("sale_proceeds_usd", "GPUs sold (proceeds)", "flow"),
+    ("investing_cash_flow_usd", "Investing cash flow", "flow"),
     ("loan_drawn_usd", "Loans drawn", "flow"),
     ("loan_repaid_usd", "Principal repaid", "flow"),
+    ("equity_raised_usd", "Equity raised", "flow"),
+    ("financing_cash_flow_usd", "Financing cash flow", "flow"),
     ("cash_flow_usd", "Net cash flow", "flow"),
+    # Balance sheet (period end)
     ("cash_balance_usd", "Cash balance (end)", "balance"),
+    ("deposits_usd", "GPU deposits paid", "balance"),
+    ("ppe_cost_usd", "GPUs at cost", "balance"),
+    ("accumulated_depreciation_usd", "Accumulated depreciation", "balance"),
+    ("ppe_net_usd", "GPUs, net book value", "balance"),
+    ("total_assets_usd", "Total assets", "balance"),
     ("debt_balance_usd", "Debt balance (end)", "balance"),
+    ("tax_payable_usd", "Income tax payable", "balance"),
+    ("deferred_revenue_usd", "Deferred revenue", "balance"),
+    ("total_liabilities_usd", "Total liabilities", "balance"),
+    ("paid_in_capital_usd", "Paid-in capital", "balance"),
+    ("retained_earnings_usd", "Retained earnings", "balance"),
+    ("total_equity_usd", "Total equity", "balance"),
+    ("fleet_market_value_usd", "GPUs at market value", "balance"),
+    ("carried_loss_usd", "Tax losses carried forward", "balance"),
+    # Covenants
+    ("dscr", "DSCR (trailing, period end)", "multiple"),
+    ("covenant_breach", "Covenant breached (any month)", "any"),
 )
 PERIODS = {"month": "M", "quarter": "Q", "year": "Y"}
 QUANTILES = {"p10": 0.1, "p50": 0.5, "p90": 0.9}
 
 
 def statement_lines(pnl: pd.DataFrame) -> list[tuple[str, str, str]]:
-    """The statement's lines for this P&L: :data:`LINES` with each opex line after the total."""
+    """The statement's lines for this P&L: :data:`LINES` with each opex line after the total,
+    each facility's debt before the total debt, and each facility's LTV after the DSCR."""
     opex = [c for c in pnl.columns if c.startswith("opex_") and c != "opex_usd"]
+    debt = [c for c in pnl.columns if c.startswith("debt_") and c != "debt_balance_usd"]
+    ltv = [c for c in pnl.columns if c.startswith("ltv_")]
     lines = []
     for line in LINES:
+        if line[0] == "debt_balance_usd":
+            lines.extend((c, "  debt: " + c[len("debt_"):-len("_usd")].replace("_", " "), "balance") for c in debt)
         lines.append(line)
         if line[0] == "opex_usd":
             lines.extend((c, "  " + c[len("opex_"):-len("_usd")].replace("_", " "), "flow") for c in opex)
+        if line[0] == "dscr":
+            lines.extend((c, "LTV: " + c[len("ltv_"):].replace("_", " "), "multiple") for c in ltv)
     return [line for line in lines if line[0] in pnl.columns]
 
 
@@ -61,12 +100,13 @@ def path_statements(pnl: pd.DataFrame) -> pd.DataFrame:
     """One row per (period kind, period, path): every statement line of that path."""
     lines = statement_lines(pnl)
     flows = [c for c, _, kind in lines if kind == "flow"]
-    balances = [c for c, _, kind in lines if kind == "balance"]
+    balances = [c for c, _, kind in lines if kind in ("balance", "multiple")]
+    anys = [c for c, _, kind in lines if kind == "any"]
     frames = []
     for kind, freq in PERIODS.items():
         period = pnl["month"].dt.to_period(freq).dt.start_time
         grouped = pnl.assign(period=period).sort_values(["path", "month"]).groupby(["path", "period"], sort=True)
-        rolled = grouped[flows].sum().join(grouped[balances].last())
+        rolled = grouped[flows].sum().join(grouped[balances].last()).join(grouped[anys].max())
         revenue = rolled["revenue_usd"].where(rolled["revenue_usd"] > 0)
         rolled["gross_margin_pct"] = 100.0 * rolled["gross_margin_usd"] / revenue
         frames.append(rolled.reset_index().assign(period_kind=kind))
@@ -96,9 +136,19 @@ def statements(pnl: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)  # months, then quarters, then years; periods in order; lines in order
 
 
+#: Months whose burn rate runway past the horizon is extrapolated at.
+BURN_MONTHS = 3
+MAX_RUNWAY_MONTHS = 1200
+
+
 def cash_figures(pnl: pd.DataFrame) -> pd.DataFrame:
     """Per path: the lowest month-end cash balance, its month, and the first month that ends
-    with negative cash (NaT: none) with the months of runway before it."""
+    with negative cash (NaT: none) with the months of runway before it.
+
+    Past the horizon, an extrapolation: at the last three months' burn (the net cash flow less
+    loans drawn and equity raised: what the business spends, debt service included, before new
+    money), the months the closing cash lasts (``runway_past_horizon_months``: 0 if cash ended
+    negative, NaN if cash was not falling) and the month it would run out."""
     ordered = pnl.sort_values(["path", "month"])
     rows = []
     for path, group in ordered.groupby("path", sort=True):
@@ -106,7 +156,17 @@ def cash_figures(pnl: pd.DataFrame) -> pd.DataFrame:
         months = group["month"].to_numpy()
         low = int(np.argmin(cash))
         negative = np.flatnonzero(cash < 0)
+        spent = group["cash_flow_usd"].to_numpy()
+        for raised in ("loan_drawn_usd", "equity_raised_usd"):
+            if raised in group:
+                spent = spent - group[raised].to_numpy()
+        burn = -float(np.mean(spent[-BURN_MONTHS:]))
+        past = 0.0 if cash[-1] <= 0 else (cash[-1] / burn if burn > 0 else np.nan)
+        past = past if past <= MAX_RUNWAY_MONTHS else np.nan  # a burn too small to run out within a century
+        out_month = pd.NaT if not np.isfinite(past) else (
+            pd.Timestamp(months[-1]).to_period("M") + 1 + int(np.floor(past))).start_time
         rows.append({"path": path, "lowest_cash_usd": float(cash[low]), "lowest_cash_month": months[low],
                      "first_negative_month": months[negative[0]] if len(negative) else pd.NaT,
-                     "runway_months": float(negative[0]) if len(negative) else np.nan})
+                     "runway_months": float(negative[0]) if len(negative) else np.nan,
+                     "runway_past_horizon_months": past, "cash_out_month_extrapolated": out_month})
     return pd.DataFrame(rows)

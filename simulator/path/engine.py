@@ -27,6 +27,7 @@ import numpy as np
 import simpy
 
 from simulator.demand import sample_counts, volatility_factor
+from simulator.economics.assets import AssetLog
 from simulator.path.compiled import CompiledScenario
 from simulator.path.fleet import FleetState
 from simulator.path.fleet.autoscaler import autoscaler
@@ -74,6 +75,7 @@ class PathResult:
     outages: int = 0  # failures and preemptions that took GPUs down
     repairs: int = 0
     kernel_calls: int = 0
+    asset_log: AssetLog = field(default_factory=AssetLog)  # owned GPUs, sales and orders, for the books
 
 
 class StepClock:
@@ -360,7 +362,7 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
         order_rng = path_generator(seed, path, STREAM_ORDERS, info.key)
         for order in (o for o in plan.orders if o.pool == pool):
             delay = delivery_delay(order.lead_s, order.slip, order_rng)
-            env.process(dated_order(env, fleet, pool, order.at_s, order.count, delay, on_order))
+            env.process(dated_order(env, fleet, pool, order.at_s, order.count, delay, on_order, lead_s=order.lead_s))
         if info.procurement is not None:
             env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
         if info.autoscale is not None:
@@ -393,4 +395,4 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
                       served_tokens=clock.model_out[:, :, MODEL_SERVED] @ plan.tokens_per_request,
                       subscribers=clock.subscribers,
                       outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),
-                      kernel_calls=clock.kernel_calls)
+                      kernel_calls=clock.kernel_calls, asset_log=fleet.log)

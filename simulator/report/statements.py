@@ -20,9 +20,10 @@ from simulator.report.tables import _cell, _table
 
 #: Totals and subtotals, set in bold.
 TOTAL_LINES = {"cogs_usd", "gross_margin_usd", "ebitda_usd", "ebit_usd", "ebt_usd", "net_income_usd",
-               "cash_flow_usd", "cash_balance_usd"}
+               "operating_cash_flow_usd", "investing_cash_flow_usd", "financing_cash_flow_usd", "cash_flow_usd",
+               "total_assets_usd", "total_liabilities_usd", "total_equity_usd"}
 #: Lines that open a part of the statement (a rule above them).
-SECTION_LINES = {"rnd_compute_usd", "operating_cash_flow_usd", "cash_balance_usd"}
+SECTION_LINES = {"rnd_compute_usd", "operating_cash_flow_usd", "cash_balance_usd", "dscr"}
 PERIOD_NAMES = {"year": "Yearly", "quarter": "Quarterly", "month": "Monthly"}
 _LENGTH = {"year": pd.DateOffset(years=1), "quarter": pd.DateOffset(months=3), "month": pd.DateOffset(months=1)}
 
@@ -41,6 +42,10 @@ def _value_text(value: float | None, kind: str) -> str:
         return "–"
     if kind == "ratio":
         return f"{value:.1f}%".replace("-", "−")
+    if kind == "multiple":
+        return f"{value:.2f}×".replace("-", "−")
+    if kind == "any":
+        return f"{100 * value:.0f}% of paths"
     return money_text(value)
 
 
@@ -99,6 +104,10 @@ def statement_table(statements: pd.DataFrame, kind: str, summary: dict[str, Any]
                 continue
             entry = group.loc[period]
             p50, p10, p90, mean = (float(entry[name]) for name in ("p50", "p10", "p90", "mean"))
+            if line_kind == "any":  # a share of paths: the mean is the figure, no band
+                cells.append({"text": _value_text(mean, line_kind), "negative": mean > 0,
+                              "title": "share of paths with a covenant breach in some month of the period"})
+                continue
             low, high = _value_text(p10, line_kind), _value_text(p90, line_kind)
             cell = {"text": _value_text(p50, line_kind), "negative": math.isfinite(p50) and p50 < 0,
                     "title": f"P10 {low} · P50 {_value_text(p50, line_kind)} · P90 {high} · mean "
@@ -216,4 +225,29 @@ def cash_finding(summary: dict[str, Any]) -> dict[str, str] | None:
                  + (f", first (P50) in {first[:7]}" if first else ""))
     elif share == 0:
         note += "; no path ends a month with negative cash"
+    past = (cash.get("runway_past_horizon_months") or {}).get("p50")
+    out_month = (cash.get("cash_out_month_extrapolated") or {}).get("p50")
+    if past is not None and out_month:
+        note += (f"; extrapolated at the last three months' burn, cash (P50) would run out in {out_month[:7]}, "
+                 f"{past:,.0f} months past the horizon")
     return {"label": "Lowest cash balance", "value": value, "note": note}
+
+
+def covenant_finding(summary: dict[str, Any]) -> dict[str, str] | None:
+    """The key finding on debt covenants: how likely a breach is, and when it is likeliest."""
+    covenants = summary.get("covenants") or {}
+    share = covenants.get("breach_probability")
+    if share is None:
+        return None
+    low, high = covenants.get("breach_probability_ci") or (None, None)
+    value = f"{percent(share)}%" + (f" [{percent(low)}–{percent(high)}%]" if low is not None else "")
+    note = "of paths breach a covenant (DSCR or LTV) in some month"
+    quarters = covenants.get("breach_by_quarter") or []
+    if quarters:
+        worst = max(quarters, key=lambda q: q["probability"])
+        if worst["probability"] > 0:
+            note += f"; likeliest in the quarter from {worst['quarter'][:7]} ({percent(worst['probability'])}%)"
+    dscr = (covenants.get("worst_dscr") or {}).get("p50")
+    if dscr is not None:
+        note += f"; worst month's DSCR P50 {dscr:.2f}×".replace("-", "−")
+    return {"label": "Covenant breach", "value": value, "note": note}

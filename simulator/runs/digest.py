@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.economics.assets import pool_curves
+from simulator.economics.books import BookTerms, PathAssets
 from simulator.economics.opex import monthly_opex
 from simulator.economics.pnl import monthly_pnl
 from simulator.economics.unit_economics import path_unit_economics
@@ -107,7 +109,9 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         path=result.path,
         totals=totals,
         pnl=monthly_pnl(timeseries, scenario.financing, scenario.horizon.step_s,
-                        opex=monthly_opex(scenario.opex, scenario.horizon), tax_rate=scenario.taxes.rate),
+                        opex=monthly_opex(scenario.opex, scenario.horizon), taxes=scenario.taxes,
+                        terms=book_terms(scenario, plan),
+                        assets={result.path: PathAssets(result.asset_log, result.capex, scenario.horizon.step_s)}),
         series=path_series(timeseries),
         training=training_digest(jobs, scenario.horizon.start, {job.name for job in scenario.training.jobs}),
         inputs=result.inputs,
@@ -119,6 +123,17 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         model_sums=path_model_sums(result.model_out),
         model_series=path_model_series(result.model_out),
     )
+
+
+def book_terms(scenario: Scenario, plan: CompiledScenario) -> BookTerms:
+    """The scenario's terms as the books read them (pools in the plan's order)."""
+    pools = scenario.fleet.pools
+    return BookTerms(
+        financing=scenario.financing, taxes=scenario.taxes, horizon_start=scenario.horizon.start,
+        horizon_s=plan.horizon_s, pool_names=tuple(pool.name for pool in pools),
+        price_usd=np.asarray(plan.price_usd, dtype=np.float64), owned=np.asarray(plan.owned, dtype=bool),
+        curves=pool_curves([pool.gpu for pool in pools], scenario.market_value),
+        purchase_terms=[getattr(pool.acquisition, "purchase_terms", None) for pool in pools])
 
 
 def _unit_arrays(model_out: np.ndarray) -> dict[str, np.ndarray]:

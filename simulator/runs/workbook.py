@@ -2,7 +2,10 @@
 
 Sheets: ``Monthly``, ``Quarterly``, ``Yearly`` (each line of the statements by period: the
 P50 across paths, then P10 and P90 below it), ``Cash flow`` (monthly, P50, with the cash
-balance's P10 and P90), ``Unit economics`` (per model and month, and over the horizon),
+balance's P10 and P90), ``Balance sheet`` and ``Cash flow statement`` (quarterly means, every
+subtotal a formula over the lines shown, :mod:`simulator.runs.workbook_books`), ``Covenants``
+(per quarter: the probability of a breach with its interval, DSCR and LTV percentiles),
+``Unit economics`` (per model and month, and over the horizon),
 ``P&L by path`` (the kept paths' rows of ``pnl.parquet``, row for row, at most 2,000: the
 Parquet and CSV files hold every path),
 and ``Assumptions`` (every field of the resolved scenario).
@@ -21,9 +24,12 @@ import yaml
 
 from simulator.economics.statements import PERIODS
 from simulator.runs.forked import at_child_stop
+from simulator.runs.workbook_books import balance_sheet_rows, cash_flow_rows, covenant_rows
 
 MONEY = '#,##0.00;[Red]-#,##0.00'
 PERCENT = '0.0'
+MULTIPLE = '0.00"×"'
+LINE_FORMATS = {"ratio": PERCENT, "multiple": MULTIPLE, "any": '0%'}
 MAX_ROWS = 2_000  # openpyxl writes ~50,000 cells a second: a sample to audit, not every path
 _CASH_LINES = ("operating_cash_flow_usd", "capex_usd", "loan_drawn_usd", "loan_repaid_usd", "cash_flow_usd",
                "cash_balance_usd", "debt_balance_usd")
@@ -87,13 +93,24 @@ def _filled(book, results: Any, resolved_yaml: str, WriteOnlyCell, bold) -> byte
     statements = results.statements
     for kind in PERIODS:
         sheet = book.create_sheet({"month": "Monthly", "quarter": "Quarterly", "year": "Yearly"}[kind])
-        sheet.column_dimensions["A"].width = 34
         rows = statements[statements["period_kind"] == kind] if len(statements) else statements
+        _widths(sheet, [[None] * (1 + rows["period"].nunique())] if len(rows) else [], 34)
         for row in _statement_rows(rows, kind):
             sheet.append([cell(sheet, *item) for item in row])
     sheet = book.create_sheet("Cash flow")
     for row in _cash_rows(statements):
         sheet.append([cell(sheet, *item) for item in row])
+    quarter = lambda period: _period_label(pd.Timestamp(period), "quarter")  # noqa: E731
+    covenants = (getattr(results, "summary", None) or {}).get("covenants")
+    for title, rows, width in (("Balance sheet", balance_sheet_rows(statements, quarter) if len(statements) else [], 40),
+                               ("Cash flow statement", cash_flow_rows(statements, quarter) if len(statements) else [],
+                                48),
+                               ("Covenants", covenant_rows(covenants, statements, quarter) if len(statements) else [],
+                                12)):
+        sheet = book.create_sheet(title)
+        _widths(sheet, rows, width)
+        for row in rows:
+            sheet.append([cell(sheet, *item) for item in row])
     sheet = book.create_sheet("Unit economics")
     for row in _table_rows(results.unit_economics):
         sheet.append([cell(sheet, *item) for item in row])
@@ -111,6 +128,22 @@ def _filled(book, results: Any, resolved_yaml: str, WriteOnlyCell, bold) -> byte
     return buffer.getvalue()
 
 
+def _widths(sheet, rows: list[list[tuple]], first: float) -> None:
+    """Set column widths before a write-only sheet's rows: the labels', then the figures'."""
+    columns = max((len(row) for row in rows), default=0)
+    sheet.column_dimensions["A"].width = first
+    for index in range(1, columns):
+        sheet.column_dimensions[_letters(index)].width = 16
+
+
+def _letters(index: int) -> str:
+    letters, index = "", index + 1
+    while index:
+        index, rest = divmod(index - 1, 26)
+        letters = chr(65 + rest) + letters
+    return letters
+
+
 def _period_label(period: pd.Timestamp, kind: str) -> str:
     if kind == "year":
         return f"{period.year}"
@@ -126,14 +159,16 @@ def _statement_rows(rows: pd.DataFrame, kind: str) -> list[list[tuple]]:
     periods = list(dict.fromkeys(rows["period"]))
     lines = list(dict.fromkeys(zip(rows["line"], rows["label"], rows["kind"], strict=True)))
     out = []
+    anys = set(rows.loc[rows["kind"] == "any", "line"])  # a breach indicator: its mean is a probability
     for statistic in ("p50", "p10", "p90"):
-        cells = dict(zip(zip(rows["line"], rows["period"], strict=True), rows[statistic], strict=True))
+        values_of = rows[statistic].where(~rows["line"].isin(anys), rows["mean"])
+        cells = dict(zip(zip(rows["line"], rows["period"], strict=True), values_of, strict=True))
         out.append([(f"{statistic.upper()} across paths, USD (margin in %)", None, True),
                     *((_period_label(period, kind), None, True) for period in periods)])
         for line, label, line_kind in lines:
             values = [cells[(line, period)] for period in periods]
             out.append([(label.strip(), None, False),
-                        *((None if pd.isna(v) else float(v), PERCENT if line_kind == "ratio" else MONEY, False)
+                        *((None if pd.isna(v) else float(v), LINE_FORMATS.get(line_kind, MONEY), False)
                           for v in values)])
         out += [[], []]
     return out

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from simulator.scenario.facilities import DebtFacility, EquityRound
 from simulator.scenario.types import Fraction, Frozen, Instant, NonNegative
 
 
@@ -47,8 +48,13 @@ class ExternalApi(Frozen):
 
 
 class Financing(Frozen):
-    """Cash at the start, and loans: a share of each month's purchases borrowed, up to a cap,
-    each loan repaid in equal monthly instalments (an annuity) from the month after."""
+    """Cash at the start, debt facilities and equity rounds.
+
+    The single loan of ``share_of_capex`` (a share of each month's purchases borrowed, up to
+    ``cap_usd``, each month's loan repaid in equal monthly instalments from the month after) is
+    one delayed-draw facility named ``loan``; ``facilities`` adds any number more
+    (:mod:`simulator.scenario.facilities`), ``equity`` adds cash from shareholders.
+    """
 
     opening_cash_usd: float = Field(default=0.0, allow_inf_nan=False, description="Cash at the horizon's start")
     share_of_capex: Fraction = 0.0
@@ -56,12 +62,43 @@ class Financing(Frozen):
         default=None, description="Most that may be borrowed in all (past it, purchases are paid from cash)")
     rate_per_year: Annotated[float, Field(ge=0, le=1)] = 0.08
     term_years: Annotated[float, Field(gt=0, le=30)] = 3.0
+    facilities: list[DebtFacility] = Field(default_factory=list, description="Debt facilities (term loans, delayed-draw, "
+                                       "revolvers), each with its covenants")
+    equity: list[EquityRound] = Field(default_factory=list, description="Equity rounds: cash raised on a date")
+
+    @model_validator(mode="after")
+    def _unique_names(self) -> Financing:
+        names = [facility.name for facility in self.facilities]
+        if self.share_of_capex > 0:
+            names.append("loan")
+        duplicates = sorted({name for name in names if names.count(name) > 1})
+        if duplicates:
+            raise ValueError(f"facility names must be unique ('loan' is share_of_capex's): {', '.join(duplicates)}")
+        return self
+
+    def all_facilities(self) -> list[DebtFacility]:
+        """The facilities, the ``share_of_capex`` loan first (as a delayed-draw facility)."""
+        legacy = []
+        if self.share_of_capex > 0:
+            legacy.append(DebtFacility(name="loan", kind="delayed_draw", share_of_capex=self.share_of_capex,
+                                   limit_usd=self.cap_usd, rate_per_year=self.rate_per_year,
+                                   term_months=max(1, round(self.term_years * 12))))
+        return [*legacy, *self.facilities]
 
 
 class Taxes(Frozen):
-    """Income tax: a flat rate on each month's positive earnings before tax (no loss carried)."""
+    """Income tax: ``basis: monthly`` (the default) a flat rate on each month's positive earnings
+    before tax, paid in the month; ``basis: yearly`` on each calendar year's income less the
+    losses carried in (:mod:`simulator.economics.taxes`)."""
 
     rate: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    basis: Literal["monthly", "yearly"] = Field(
+        default="monthly", description="monthly: each positive month, no loss carried; yearly: losses carried forward")
+    nol_limit_share: Annotated[float, Field(gt=0, le=1)] = Field(
+        default=0.8, description="Most of a year's income losses carried in may offset (US: 80%)")
+    opening_loss_usd: NonNegative = Field(default=0.0, description="Losses carried in from before the horizon")
+    payment_month: Annotated[int, Field(ge=1, le=12)] = Field(
+        default=4, description="Month of the next year in which a year's tax is paid")
 
 
 class OpexStep(Frozen):

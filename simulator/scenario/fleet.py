@@ -33,6 +33,7 @@ from simulator.scenario.distributions import (
     duration_distribution,
 )
 from simulator.scenario.horizon import Horizon
+from simulator.scenario.purchase_terms import PurchaseTerms
 from simulator.scenario.serving_policy import ServingPolicy
 from simulator.scenario.training import PoolTraining
 from simulator.scenario.types import (
@@ -68,6 +69,8 @@ class Owned(Frozen):
         default=None,
         description="Remaining book value of the starting GPUs (default: price × count × share of life left)",
     )
+    purchase_terms: PurchaseTerms | None = Field(
+        default=None, description="Deposits and late-delivery credits of the pool's orders (default: paid on delivery)")
 
     def starting_terms(self, horizon: Horizon, count: int) -> StartingCohort:
         """How the pool's ``count`` starting GPUs are paid, depreciated and retired."""
@@ -82,7 +85,7 @@ class Owned(Frozen):
         retire = np.inf if self.retire_years is None else self.retire_years * SECONDS_PER_YEAR - age
         bought_now = age == 0 and self.book_value_usd is None
         return StartingCohort(paid=bought_now, usd_per_gpu_s=per_gpu_s, depreciation_end_s=left,
-                              retire_at_s=retire)
+                              retire_at_s=retire, age_s=age)
 
 
 @dataclass(frozen=True)
@@ -94,6 +97,7 @@ class StartingCohort:
     usd_per_gpu_s: float
     depreciation_end_s: float
     retire_at_s: float
+    age_s: float = 0.0  # time in service at the horizon's start (a resale value's age)
 
 
 class Autoscale(Frozen):

@@ -40,6 +40,7 @@ def check_references(scenario: Scenario) -> None:
         _check_acquisition(scenario, index)
     _check_power(scenario)
     _check_training(scenario, pool_names)
+    _check_books(scenario, pool_names)
     opex_names = [line.name for line in scenario.opex]
     for index, name in enumerate(opex_names):
         if opex_names.index(name) != index:
@@ -340,3 +341,20 @@ def _most_arriving(pool) -> int | None:
             return None
         arriving += policy.max_orders * policy.order_count
     return arriving
+
+
+def _check_books(scenario: Scenario, pool_names: list[str]) -> None:
+    """Facilities name existing owned pools; resale curves name known GPU types."""
+    owned = {pool.name for pool in scenario.fleet.pools if pool.owned}
+    for index, facility in enumerate(scenario.financing.facilities):
+        for field in ("pools", "collateral"):
+            for slot, name in enumerate(getattr(facility, field) or []):
+                if name not in owned:
+                    known = ", ".join(sorted(owned)) or "none"
+                    what = "unknown pool" if name not in pool_names else "not an owned pool"
+                    raise ScenarioError(("financing", "facilities", index, field, slot),
+                                        f"{what} {name!r}; owned pools: {known}")
+    for gpu in scenario.market_value:
+        if gpu not in scenario.gpus and gpu not in BUILTIN_GPUS:
+            known = ", ".join(sorted({*BUILTIN_GPUS, *scenario.gpus}))
+            raise ScenarioError(("market_value", gpu), f"unknown GPU {gpu!r}; known: {known}")

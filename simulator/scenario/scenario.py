@@ -31,6 +31,7 @@ from simulator.scenario.economics import (
 )
 from simulator.scenario.fleet import Failures, Fleet, Power
 from simulator.scenario.horizon import Horizon
+from simulator.scenario.market_value import MarketValue
 from simulator.scenario.plan import PlanSettings
 from simulator.scenario.served import ServedModel
 from simulator.scenario.shortfall import Shortfall
@@ -80,6 +81,16 @@ class Scenario(Frozen):
     financing: Financing = Field(default_factory=Financing)
     opex: list[OpexLine] = Field(default_factory=list, description="Operating expenses, below gross margin")
     taxes: Taxes = Field(default_factory=Taxes)
+    market_value: dict[str, MarketValue] = Field(
+        default_factory=dict, description="Resale value by GPU type (default: a GPU is worth its book value)")
+
+    @field_validator("market_value", mode="before")
+    @classmethod
+    def _catalog_spelling(cls, value: Any) -> Any:
+        """A curve's GPU spelled as the catalog spells it (``h100`` is ``H100``)."""
+        if not isinstance(value, dict):
+            return value
+        return {canonical_gpu_name(str(name)) or name: curve for name, curve in value.items()}
     alerts: Alerts = Field(default_factory=Alerts)
     shortfall: Shortfall = Field(default_factory=Shortfall, description="What counts as running short")
     training: Training = Field(default_factory=Training)

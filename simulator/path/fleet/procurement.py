@@ -24,16 +24,20 @@ def delivery_delay(lead_s: float, slip, rng: np.random.Generator) -> float:
 
 
 def dated_order(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, count: int,
-                delay_s: float, on_order: np.ndarray):
-    """Place an order at ``at_s``; deliver it ``delay_s`` later.
+                delay_s: float, on_order: np.ndarray, lead_s: float | None = None):
+    """Place an order at ``at_s``; deliver it ``delay_s`` later (promised ``lead_s`` later:
+    the difference is the slip; default no slip).
 
     An order placed before the horizon (``at_s < 0``) is on order from the start and arrives
     ``at_s + delay_s`` (at the start if that is not after it)."""
     yield env.timeout(max(0.0, at_s))
     on_order[pool] += count
+    promised = at_s + (delay_s if lead_s is None else lead_s)
+    fleet.log.orders.append([at_s, promised, np.nan, pool, count])
+    row = len(fleet.log.orders) - 1
     yield env.timeout(max(0.0, at_s + delay_s - env.now))
     on_order[pool] -= count
-    fleet.deliver(pool, count)
+    fleet.deliver(pool, count, order=row)
 
 
 def procurement_policy(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario, pool: int,
@@ -52,6 +56,7 @@ def procurement_policy(env: simpy.Environment, fleet: FleetState, plan: Compiled
         if peak > 0 and (supply <= 0 or peak / supply > policy.threshold):
             delay = delivery_delay(policy.lead_time, policy.slip, rng)
             orders_log.append((env.now, pool, policy.order_count, env.now + delay))
-            env.process(dated_order(env, fleet, pool, env.now, policy.order_count, delay, on_order))
+            env.process(dated_order(env, fleet, pool, env.now, policy.order_count, delay, on_order,
+                                    lead_s=policy.lead_time))
             placed += 1
         yield env.timeout(policy.review_every)

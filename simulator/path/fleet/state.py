@@ -16,8 +16,14 @@ The starting GPUs of a pool already in service before the horizon (``in_service_
 ``book_value_usd``) are not paid; they depreciate the rest of their life (their book value
 spread evenly over it) and retire ``retire_years`` after they entered service.
 Removals retire the oldest GPUs first, working ones before failed ones before those out of
-service, and stop their depreciation (they are taken as sold at net book value). Taking GPUs
-out of service changes no cohort: they keep depreciating.
+service, and stop their depreciation (they are sold: the books value the sale at market, see
+:mod:`simulator.economics.assets`). Taking GPUs out of service changes no cohort: they keep
+depreciating.
+
+The :class:`AssetLog` records what the books need and the step arrays do not: each owned
+delivery (an *asset*: when, how many, its cost and age), each part of it installed (a
+*piece*: its depreciation rate and end), each sale (how many of which piece, at what net
+book value), and each order (placed, promised, delivered) for its payment terms.
 
 Before any count or rate changes, ``before_change`` is called: that is how the step clock
 integrates the interval ending at this event with the fleet as it was during it; after a
@@ -34,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
+from simulator.economics.assets import AssetLog
 from simulator.path.compiled import KIND_SPOT, CompiledScenario
 from simulator.scenario.fleet import StartingCohort
 
@@ -45,6 +52,8 @@ class Cohort:
     count: int
     usd_per_gpu_s: float
     depreciating: bool = True
+    piece: int = -1  # its row of AssetLog.pieces
+    ends_s: float = 0.0  # when its depreciation ends
 
 
 class FleetState:
@@ -70,6 +79,7 @@ class FleetState:
         self.capex = np.zeros((plan.n_steps, n), dtype=np.float64)
         self.power_cap_kw = np.inf
         self._cohorts: list[deque[Cohort]] = [deque() for _ in range(n)]
+        self.log = AssetLog()
         self._waiting_power: list[deque[int]] = [deque() for _ in range(n)]
         self.outage_down = np.zeros((0, 1), dtype=np.int64)  # set by the engine: channels' CH_DOWN view
         self.outage_pool = np.zeros(0, dtype=np.int64)
@@ -83,17 +93,30 @@ class FleetState:
         return float(sum(self.installed[p] * self.plan.pools[p].site_kw_per_gpu for p in range(len(self.installed))))
 
     # -- supply ----------------------------------------------------------------------------
-    def deliver(self, pool: int, count: int, paid: bool = True, starting: StartingCohort | None = None) -> None:
+    def deliver(self, pool: int, count: int, paid: bool = True, starting: StartingCohort | None = None,
+                order: int | None = None) -> None:
         """GPUs arrive now: owned ones are paid, then installed as far as site power allows.
 
         ``starting``: these are the pool's starting GPUs, paid (or not, when already in service
-        before the horizon) and depreciated on the terms it gives.
+        before the horizon) and depreciated on the terms it gives. ``order``: the row of
+        ``log.orders`` this delivery fills.
         """
         self._before_change()
+        if order is not None:
+            self.log.orders[order][2] = self.env.now
         if self.plan.owned[pool]:
-            if paid and (starting is None or starting.paid):
-                self._record_capex(pool, count * float(self.plan.price_usd[pool]))
-            self._waiting_power[pool].append([count, starting])
+            price = float(self.plan.price_usd[pool])
+            bought = paid and (starting is None or starting.paid)
+            if bought:
+                self._record_capex(pool, count * price)
+            if starting is None or starting.paid:
+                book = cost = price
+                age = 0.0
+            else:  # in service before the horizon: its book value now, its cost at least that
+                book = starting.usd_per_gpu_s * max(starting.depreciation_end_s, 0.0)
+                cost, age = max(price, book), starting.age_s
+            self.log.assets.append((pool, count, self.env.now, age, cost, book, bought))
+            self._waiting_power[pool].append([count, starting, len(self.log.assets) - 1])
             self.blocked[pool] += count
             self._install_waiting()
         else:
@@ -116,6 +139,8 @@ class FleetState:
             taken = min(left, oldest.count)
             oldest.count -= taken
             left -= taken
+            book = oldest.usd_per_gpu_s * max(oldest.ends_s - self.env.now, 0.0) if oldest.depreciating else 0.0
+            self.log.sales.append((self.env.now, oldest.piece, taken, book))
             if oldest.count == 0:
                 cohorts.popleft()
         self._recompute(pool)
@@ -163,7 +188,7 @@ class FleetState:
         for pool, queue in enumerate(self._waiting_power):
             kw = self.plan.pools[pool].site_kw_per_gpu
             while queue:
-                waiting, starting = queue[0]
+                waiting, starting, asset = queue[0]
                 if kw <= 0 or headroom == np.inf:
                     fits = waiting
                 else:
@@ -175,9 +200,9 @@ class FleetState:
                 if queue[0][0] == 0:
                     queue.popleft()
                 self.blocked[pool] -= fits
-                self._install(pool, fits, starting)
+                self._install(pool, fits, starting, asset)
 
-    def _install(self, pool: int, count: int, starting: StartingCohort | None = None) -> None:
+    def _install(self, pool: int, count: int, starting: StartingCohort | None = None, asset: int = -1) -> None:
         self.installed[pool] += count
         plan = self.plan
         if starting is None:  # bought now: a whole life of depreciation, retired retire_s from now
@@ -187,8 +212,13 @@ class FleetState:
             per_gpu_s = starting.usd_per_gpu_s
             depreciate_for = starting.depreciation_end_s - self.env.now
             retire_after = max(0.0, starting.retire_at_s - self.env.now)
-        if plan.owned[pool] and (per_gpu_s > 0 or np.isfinite(retire_after)):
-            cohort = Cohort(count, per_gpu_s, depreciating=per_gpu_s > 0 and depreciate_for > 0)
+        if plan.owned[pool]:
+            # Every owned cohort is tracked (one worth nothing too): removals take the oldest
+            # first, and a sale is logged against the piece it comes from.
+            depreciating = per_gpu_s > 0 and depreciate_for > 0
+            ends = self.env.now + max(depreciate_for, 0.0)
+            self.log.pieces.append((asset, count, self.env.now, per_gpu_s if depreciating else 0.0, ends))
+            cohort = Cohort(count, per_gpu_s, depreciating=depreciating, piece=len(self.log.pieces) - 1, ends_s=ends)
             self._cohorts[pool].append(cohort)
             if cohort.depreciating:
                 self.env.process(self._depreciate(pool, cohort, depreciate_for))
