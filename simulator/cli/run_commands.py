@@ -204,10 +204,16 @@ def _parameter_cell(field: str, value: object) -> str:
 @click.option("--paths", type=click.IntRange(min=1), help="Paths per run for --method oat (default: the scenario's).")
 @click.option("--seed", type=click.IntRange(min=0), help="Root seed (the same for every run).")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes.")
+@click.option("--figure", "figures", multiple=True, metavar="NAME[:PERIOD]",
+              help="--method variance: explain this figure (repeatable): short:2027, lowest_cash, worst_dscr:2027, "
+              "breach:2027Q3, net_income_usd:2028, any pnl.parquet column (default: the margin, hours short and "
+              "share unserved over the horizon).")
+@click.option("--group", "groups", multiple=True, metavar="NAME=FIELD,FIELD",
+              help="--method variance: measure these inputs as one (repeatable); correlated inputs must be grouped.")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | None, paths, seed, workers, overrides,
-                quiet: bool) -> None:
+def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | None, paths, seed, workers, figures,
+                groups, overrides, quiet: bool) -> None:
     """How margin and shortfall depend on each uncertain input: one at a time (oat) or by variance."""
     from simulator.errors import InputError
     from simulator.output import check_output_directory
@@ -215,6 +221,14 @@ def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | No
 
     if method == "oat" and samples is not None:
         raise InputError("--samples is for --method variance (one-at-a-time runs each input at its P10 and P90)")
+    if method == "oat" and (figures or groups):
+        raise InputError("--figure and --group are for --method variance")
+    parsed_groups = {}
+    for text in groups:
+        name, _, fields = text.partition("=")
+        if not name or not fields:
+            raise InputError(f"--group {text!r}: expected NAME=FIELD,FIELD")
+        parsed_groups[name.strip()] = [field.strip() for field in fields.split(",") if field.strip()]
     if method == "variance" and paths is not None:
         raise InputError("--paths is for --method oat (--method variance runs one path per design row; "
                          "set --samples)")
@@ -222,7 +236,7 @@ def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | No
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sensitivity"
     check_output_directory(directory, inputs=[scenario])
     if method == "variance":
-        _variance_sensitivity(base, directory, samples, seed, workers, quiet)
+        _variance_sensitivity(base, directory, samples, seed, workers, quiet, figures, parsed_groups)
         return
     from simulator.decisions.runner import simulate_points
     from simulator.decisions.sensitivity import save_sensitivity, sensitivity_table
@@ -248,10 +262,11 @@ def _share(value: float) -> str:
 
 
 def _variance_sensitivity(base, directory: Path, samples: int | None, seed: int | None, workers: int | None,
-                          quiet: bool) -> None:
+                          quiet: bool, figures: tuple[str, ...] = (), groups: dict | None = None) -> None:
     from simulator.decisions.runner import progress_bar
     from simulator.decisions.variance_sensitivity import (
         DEFAULT_SAMPLES,
+        output_name,
         save_variance_sensitivity,
         variance_sensitivity,
     )
@@ -261,15 +276,17 @@ def _variance_sensitivity(base, directory: Path, samples: int | None, seed: int 
     with progress_bar("runs", show=not quiet) as progress:
         table = variance_sensitivity(
             base, samples or DEFAULT_SAMPLES, seed,
-            lambda scenario, values, path_of_row, seed: evaluate_design(
-                scenario, values, path_of_row, seed, workers=workers, progress=progress))
+            lambda scenario, values, path_of_row, seed, figures=(): evaluate_design(
+                scenario, values, path_of_row, seed, workers=workers, progress=progress, figures=figures),
+            figures=figures, groups=groups)
     save_variance_sensitivity(directory, table, base, seed)
     if quiet:
         return
-    margin = table[table["output"] == "gross_margin_usd"]
+    output = str(table["output"].iloc[0])
+    margin = table[table["output"] == output]
     first = margin.iloc[0]
-    view = Table(title=f"{base.name}: share of the variance of gross margin ({int(first['samples'])} samples, "
-                       f"{int(first['runs'])} runs, {float(first['level']):.0%} intervals)")
+    view = Table(title=f"{base.name}: share of the variance of {output_name(output)} ({int(first['samples'])} "
+                       f"samples, {int(first['runs'])} runs, {float(first['level']):.0%} intervals)")
     for column in ("input", "S1 (alone)", "ST (with interactions)"):
         view.add_column(column, justify="left" if column == "input" else "right")
     for _, row in margin.iterrows():

@@ -62,15 +62,24 @@ class Distribution(Protocol):
 
 @dataclass(frozen=True)
 class SaltelliDesign:
-    """The radial design: ``a`` and ``b`` are (n, k), one column per input of ``names``.
+    """The radial design: ``a`` and ``b`` are (n, columns), one column per input of ``names``,
+    or, for groups, one per field of ``fields`` with each group's columns in ``members``.
 
-    Its rows, in this order: the n rows of A, the n rows of B, then for each input i the n
-    rows of A_B^i (A with column i from B). Row r belongs to sample ``r % n``.
+    Its rows, in this order: the n rows of A, the n rows of B, then for each input (or group)
+    i the n rows of A_B^i (A with input i's columns from B). Row r belongs to sample ``r % n``.
+    A group is one input to the estimators: its indices are those of the group as a whole.
     """
 
     names: tuple[str, ...]
     a: np.ndarray
     b: np.ndarray
+    fields: tuple[str, ...] = ()
+    members: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def columns_of(self) -> tuple[tuple[int, ...], ...]:
+        """Each input's columns of A and B."""
+        return self.members or tuple((i,) for i in range(len(self.names)))
 
     @property
     def n(self) -> int:
@@ -86,18 +95,18 @@ class SaltelliDesign:
         return self.n * (self.k + 2)
 
     def matrix(self) -> np.ndarray:
-        """Every row of the design, (n·(k + 2), k)."""
+        """Every row of the design, (n·(k + 2), columns)."""
         blocks = [self.a, self.b]
-        for i in range(self.k):
+        for columns in self.columns_of:
             mixed = self.a.copy()
-            mixed[:, i] = self.b[:, i]
+            mixed[:, columns] = self.b[:, columns]
             blocks.append(mixed)
         return np.concatenate(blocks)
 
     def columns(self) -> dict[str, np.ndarray]:
-        """Each input's value on every row of the design."""
+        """Each field's value on every row of the design."""
         matrix = self.matrix()
-        return {name: matrix[:, i] for i, name in enumerate(self.names)}
+        return {name: matrix[:, i] for i, name in enumerate(self.fields or self.names)}
 
     def sample_of_row(self) -> np.ndarray:
         """The sample j (0 … n − 1) each row belongs to: rows A_j, B_j and every A_B^i_j."""

@@ -18,7 +18,7 @@ columns as they were.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -32,8 +32,10 @@ from simulator.decisions.sobol import (
     saltelli_matrices,
     sobol_estimates,
 )
+from simulator.decisions.sobol_groups import grouped_design
 from simulator.path.streams import stream_key
 from simulator.runs.design import evaluate_design
+from simulator.runs.path_figures import check_figure, parse_figure
 from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario.labels import field_label
 from simulator.scenario.uncertain import typed_value
@@ -48,9 +50,9 @@ OUTPUTS: dict[str, tuple[str, Callable[[pd.DataFrame], pd.Series]]] = {
     "shortfall_hours": ("hours short", lambda totals: totals["shortfall_hours"]),
     "unserved_share": ("share of requests unserved", lambda totals: 1.0 - totals["share_served"]),
 }
-#: ``run_rows(scenario, values, path_of_row, seed)`` -> one row of path totals per design row,
-#: in row order.
-RunRows = Callable[[Scenario, Mapping[str, np.ndarray], np.ndarray, int], pd.DataFrame]
+#: ``run_rows(scenario, values, path_of_row, seed, figures)`` -> one row of path totals per
+#: design row, in row order, with a column per figure (:mod:`simulator.runs.path_figures`).
+RunRows = Callable[..., pd.DataFrame]
 
 
 def _require_uncertain(scenario: Scenario) -> None:
@@ -79,7 +81,8 @@ def sobol_design(scenario: Scenario, samples: int, seed: int) -> SaltelliDesign:
 
 def variance_sensitivity(scenario: Scenario, samples: int = DEFAULT_SAMPLES, seed: int | None = None,
                          run_rows: RunRows | None = None, resamples: int = RESAMPLES,
-                         level: float = LEVEL) -> pd.DataFrame:
+                         level: float = LEVEL, figures: Sequence[str] = (),
+                         groups: Mapping[str, Sequence[str]] | None = None) -> pd.DataFrame:
     """First-order and total Sobol indices of each uncertain input, for each output.
 
     Args:
@@ -89,6 +92,11 @@ def variance_sensitivity(scenario: Scenario, samples: int = DEFAULT_SAMPLES, see
         run_rows: runs the design (default :func:`simulator.runs.design.evaluate_design`,
             which takes ``executor``, ``workers`` and ``progress``: bind them with a lambda).
         resamples, level: the bootstrap of the confidence intervals.
+        figures: the figures to explain (:mod:`simulator.runs.path_figures`: ``short:2027``,
+            ``lowest_cash``, ``net_income_usd:2028`` …); default the gross margin, the hours short
+            and the share unserved over the horizon.
+        groups: inputs measured as one (:mod:`simulator.decisions.sobol_groups`); fields that
+            share a draw are grouped, correlated inputs must be.
 
     Returns one row per (output, input): ``output``, ``input`` (field path), ``label``,
     ``first_order``, ``first_order_lo``, ``first_order_hi``, ``total``, ``total_lo``,
@@ -96,42 +104,78 @@ def variance_sensitivity(scenario: Scenario, samples: int = DEFAULT_SAMPLES, see
     in decreasing order of their total index for the gross margin.
     """
     seed = scenario.seed if seed is None else int(seed)
-    if scenario.correlations:
-        raise ScenarioError(("correlations",), "variance-based indices need independent inputs; drop the "
-                            "correlations for this analysis or use --method oat")
-    shared = sorted(path for path, spec in scenario.uncertain.items() if spec.draw is not None)
-    if shared:
-        raise ScenarioError(("uncertain", shared[0], "draw"), "variance-based indices need independent inputs; "
-                            "fields that share a draw are one input to them: give them their own draws, or use "
-                            "--method oat")
-    design = sobol_design(scenario, samples, seed)
-    totals = (run_rows or evaluate_design)(scenario, design.columns(), design.sample_of_row(), seed)
+    _require_uncertain(scenario)
+    if samples < 2:
+        raise ScenarioError((), f"a variance-based sensitivity needs at least 2 samples, got {samples}")
+    grouped = bool(groups) or bool(scenario.correlations) or any(
+        spec.draw is not None for spec in scenario.uncertain.values())
+    design = (grouped_design(scenario, groups or {}, samples, seed, SOBOL_DESIGN_KEY) if grouped
+              else sobol_design(scenario, samples, seed))
+    outputs = _outputs(scenario, figures)
+    wanted = tuple(f for f in outputs if f not in OUTPUTS)
+    extra = {"figures": wanted} if wanted else {}
+    totals = (run_rows or evaluate_design)(scenario, design.columns(), design.sample_of_row(), seed, **extra)
     frames = []
-    for output, (_, pick) in OUTPUTS.items():
+    for output, pick in outputs.items():
+        values = pick(totals).to_numpy(np.float64)
+        if not np.isfinite(values).all():
+            raise ScenarioError(("--figure",), f"{output!r} is undefined on some runs of the design (no month "
+                                "of the period has it, e.g. no debt service for a DSCR)")
         # The same resamples for every output: a fresh generator from the same stream.
         rng = np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(SOBOL_DESIGN_KEY,)))
-        estimates = sobol_estimates(*design.split(pick(totals).to_numpy(np.float64)), rng, resamples, level)
+        estimates = sobol_estimates(*design.split(values), rng, resamples, level)
         frames.append(estimates.frame(design.names).assign(output=output, output_mean=estimates.mean,
                                                            output_variance=estimates.variance))
     table = pd.concat(frames, ignore_index=True)
-    table.insert(1, "label", [field_label(scenario, field) for field in table["input"]])
+    table.insert(1, "label", [_input_label(scenario, design, name) for name in table["input"]])
     table = table.assign(samples=design.n, runs=design.runs, level=level)
-    margin = table[table["output"] == "gross_margin_usd"].set_index("input")["total"]
-    rank = {field: i for i, field in enumerate(margin.sort_values(ascending=False, na_position="last").index)}
-    table = table.assign(_output=table["output"].map(list(OUTPUTS).index), _rank=table["input"].map(rank))
+    first = table[table["output"] == next(iter(outputs))].set_index("input")["total"]
+    rank = {field: i for i, field in enumerate(first.sort_values(ascending=False, na_position="last").index)}
+    table = table.assign(_output=table["output"].map(list(outputs).index), _rank=table["input"].map(rank))
     table = table.sort_values(["_output", "_rank"]).drop(columns=["_output", "_rank"]).reset_index(drop=True)
     return table[["output", "input", "label", *[c for c in table.columns if c not in ("output", "input", "label")]]]
 
 
-def sobol_png(table: pd.DataFrame, path: Path, output: str = "gross_margin_usd") -> None:
-    """Bars of each input's first-order and total index for ``output``, with their intervals."""
+def _outputs(scenario: Scenario, figures: Sequence[str]) -> dict[str, Callable[[pd.DataFrame], pd.Series]]:
+    """Each output to explain and how its value is read from a row's totals."""
+    if not figures:
+        return {name: pick for name, (_, pick) in OUTPUTS.items()}
+    start, end = scenario.horizon.start, scenario.horizon.end_time
+    out = {}
+    for text in dict.fromkeys(figures):
+        if text in OUTPUTS:
+            out[text] = OUTPUTS[text][1]
+            continue
+        figure = parse_figure(text, start, end)
+        check_figure(figure)
+        out[text] = lambda totals, name=text: totals[name]
+    return out
+
+
+def _input_label(scenario: Scenario, design, name: str) -> str:
+    """A field's label; a group's name with its fields' labels."""
+    if name in scenario.uncertain:
+        return field_label(scenario, name)
+    fields = [design.fields[i] for i in design.columns_of[design.names.index(name)]]
+    return f"{name}: " + ", ".join(field_label(scenario, field) for field in fields)
+
+
+def output_name(output: str) -> str:
+    """How a reader calls an output: a default output's name, else the figure as written."""
+    return OUTPUTS[output][0] if output in OUTPUTS else output
+
+
+def sobol_png(table: pd.DataFrame, path: Path, output: str | None = None) -> None:
+    """Bars of each input's first-order and total index for ``output`` (default: the table's
+    first), with their intervals."""
+    output = output or str(table["output"].iloc[0])
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = table[table["output"] == output].iloc[::-1]
-    name = OUTPUTS[output][0]
+    name = output_name(output)
     fig, ax = plt.subplots(figsize=(9, 0.6 * len(rows) + 1.9))
     y = np.arange(len(rows))
     for offset, column, color, text in ((0.2, "first_order", "#1b9e77", "first order S1: this input alone"),

@@ -25,11 +25,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from simulator.economics.books import PathAssets
+from simulator.economics.opex import monthly_opex
+from simulator.economics.pnl import monthly_pnl
 from simulator.path.compiled import compile_scenario
 from simulator.path.engine import run_path
-from simulator.runs.digest import path_timeseries
+from simulator.runs.digest import book_terms, path_timeseries
 from simulator.runs.executors import local_workers
 from simulator.runs.montecarlo import ProgressCallback, _run_paths
+from simulator.runs.path_figures import figure_value, parse_figure
 from simulator.runs.resources import check_resources
 from simulator.runs.summary import path_totals
 from simulator.scenario import Scenario, ScenarioError
@@ -54,7 +58,7 @@ class DesignTask:
     """
 
     def __init__(self, scenario: Scenario, values: Mapping[str, np.ndarray], path_of_row: np.ndarray,
-                 rows_per_task: int | None = None) -> None:
+                 rows_per_task: int | None = None, figures: tuple[str, ...] = ()) -> None:
         data = scenario.model_dump(mode="json")
         data["uncertain"] = {}
         data["correlations"] = []
@@ -66,6 +70,9 @@ class DesignTask:
         if any(len(column) != len(self.path_of_row) for column in self.values.values()):
             raise ValueError("every input needs one value per row of the design")
         self.step_s = scenario.horizon.step_s
+        start, end = scenario.horizon.start, scenario.horizon.end_time
+        self.figures = tuple(parse_figure(text, start, end) for text in figures)
+        self._figure_values: dict[int, dict[str, float]] = {}
         self.rows_per_task = rows_per_task or max(1, min(MAX_ROWS_PER_TASK,
                                                          TABLE_ROWS_PER_TASK // scenario.horizon.n_steps))
 
@@ -88,7 +95,20 @@ class DesignTask:
         result = run_path(plan, seed, int(self.path_of_row[row]))
         table = path_timeseries(result, scenario, plan)
         table["path"] = row
+        if self.figures:
+            self._figure_values[row] = self._path_figures(result, scenario, plan, table)
         return table
+
+    def _path_figures(self, result, scenario: Scenario, plan, table: pd.DataFrame) -> dict[str, float]:
+        """The figures that need more than the path's totals (those come in ``_reduce``)."""
+        pnl = None
+        if any(not f.from_totals and f.name != "short" for f in self.figures):
+            pnl = monthly_pnl(table, scenario.financing, scenario.horizon.step_s,
+                              opex=monthly_opex(scenario.opex, scenario.horizon), taxes=scenario.taxes,
+                              terms=book_terms(scenario, plan),
+                              assets={int(table["path"].iloc[0]): PathAssets(result.asset_log, result.capex,
+                                                                            scenario.horizon.step_s)})
+        return {f.text: figure_value(f, table, pnl, {}) for f in self.figures if not f.from_totals}
 
     def totals(self, seed: int, row: int) -> dict[str, Any]:
         """One row's path totals (with ``row`` and ``path``)."""
@@ -100,7 +120,12 @@ class DesignTask:
 
     def _reduce(self, tables: list[pd.DataFrame], rows: list[int]) -> list[dict[str, Any]]:
         totals = path_totals(pd.concat(tables, ignore_index=True), self.step_s).to_dict(orient="index")
-        return [{"row": row, "path": int(self.path_of_row[row]), **totals[row]} for row in rows]
+        out = []
+        for row in rows:
+            values = self._figure_values.pop(row, {})
+            values.update({f.text: figure_value(f, tables[0], None, totals[row]) for f in self.figures if f.from_totals})
+            out.append({"row": row, "path": int(self.path_of_row[row]), **totals[row], **values})
+        return out
 
 
 def evaluate_design(
@@ -112,6 +137,7 @@ def evaluate_design(
     workers: int | None = None,
     progress: ProgressCallback | None = None,
     rows_per_task: int | None = None,
+    figures: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """Run every row of a design; one row of path totals per design row, in row order.
 
@@ -123,12 +149,13 @@ def evaluate_design(
         executor, workers: as for :func:`simulator.runs.montecarlo.simulate`.
         progress: called as ``progress(rows done, rows)``.
         rows_per_task: rows a worker runs per task (default: by the horizon's length).
+        figures: figures of each row's path (:mod:`simulator.runs.path_figures`), a column each.
     """
     if not (isinstance(executor, Executor) or executor in (None, "serial", "local")
             or type(executor).__module__.startswith("distributed")):
         raise ValueError(f"executor must be 'serial', 'local' or an Executor, got {executor!r}")
     seed = scenario.seed if seed is None else int(seed)
-    task = DesignTask(scenario, values, path_of_row, rows_per_task)
+    task = DesignTask(scenario, values, path_of_row, rows_per_task, figures)
     n_rows = len(task.path_of_row)
     processes = check_resources(scenario, 1, 0, local_workers(executor, workers, task.n_tasks)).workers
     counted = None if progress is None else (

@@ -32,6 +32,12 @@ SPECIAL = ("short", "lowest_cash", "worst_dscr", "breach")
 TOTALS = ("gross_margin_usd", "shortfall_hours", "unserved_share")
 _PERIOD = re.compile(r"^(\d{4})(?:(Q[1-4])|-(\d{2}))?$")
 _AT_END = {column for column, _, kind in LINES if kind in ("balance", "multiple")}
+#: Columns of pnl.parquet besides the statement lines (opex_*, debt_* and ltv_* come by name).
+PNL_COLUMNS = frozenset({column for column, _, _ in LINES} | {
+    "cogs_api_usd", "rnd_depreciation_usd", "rnd_cloud_usd", "rnd_energy_usd", "rnd_facility_usd",
+    "operating_result_usd", "net_result_usd", "cumulative_cash_usd", "scheduled_principal_usd", "served_tokens",
+    "subscriber_months", "demand_requests", "unserved_requests"})
+_PREFIXES = ("opex_", "debt_", "ltv_")
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,10 @@ def parse_figure(text: str, horizon_start: pd.Timestamp, horizon_end: pd.Timesta
                             "(2027-03)")
     year, quarter, month = match.groups()
     freq = "Q" if quarter else "M" if month else "Y"
-    span = pd.Period(period if not month else f"{year}-{month}", freq=freq)
+    try:
+        span = pd.Period(period if not month else f"{year}-{month}", freq=freq)
+    except ValueError:
+        raise ScenarioError(("--figure",), f"{text!r}: the period is not a date (a month is 01 to 12)") from None
     start, end = span.start_time, (span + 1).start_time
     if end <= horizon_start or start >= horizon_end:
         raise ScenarioError(("--figure",), f"{text!r}: the period is outside the horizon "
@@ -70,9 +79,10 @@ def parse_figure(text: str, horizon_start: pd.Timestamp, horizon_end: pd.Timesta
     return Figure(text, name, start, end)
 
 
-def check_figure(figure: Figure, pnl_columns: list[str]) -> None:
-    """A figure names something a path has."""
-    if figure.name in SPECIAL or figure.from_totals or figure.name in pnl_columns:
+def check_figure(figure: Figure) -> None:
+    """A figure names something a path has (a facility's or opex line's column by its prefix)."""
+    if figure.name in SPECIAL or figure.from_totals or figure.name in PNL_COLUMNS \
+            or figure.name.startswith(_PREFIXES):
         return
     known = ", ".join([*SPECIAL, *TOTALS])
     raise ScenarioError(("--figure",), f"unknown figure {figure.name!r}: one of {known}, or a column of pnl.parquet")
