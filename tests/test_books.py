@@ -4,16 +4,19 @@ Every figure the assertions compare with is computed here from the case's terms 
 annuity formulas, the tax rule), not read from the simulator.
 
 The case: a company opens 2026 with $20M of cash and $10M of existing debt at 9% (an annuity
-with 60 months left). On 2026-01-01 it orders 128 B200s at $40,000 each, promised in 273 days
+with 60 months left), and 512 H100s in service since 2025-01-01 ($25,000 each, a 5-year life,
+a year of it gone), sold for two years from 2026-01-01 on a contract at $2.10 per GPU-hour,
+25% of its value prepaid at its start (deferred revenue, recognised as 25% of each month's
+billing). On 2026-01-01 it orders 128 B200s at $40,000 each, promised in 273 days
 (2026-10-01) and delivered 10 days late (a fixed slip); it pays 20% six months (6 × 30.4375
 days) before the promised date, i.e. on 2026-04-01 09:00, and the rest on delivery less the
 vendor's credit of $50 per GPU-day late. A delayed-draw facility lends 70% of each GPU payment
 at 10%, each draw an annuity over 36 months from the month after. The B200s depreciate over 4
 years (of 365.25 days) from delivery; their resale value falls 25% a year. One model, served
 only on the B200s, has 10 req/s of 1,000 output tokens at $50 per million ($0.05 a request,
-$43,200 a day) from delivery on; payroll is $400,000 a month. 2026 loses money, 2027 makes it:
-tax at 21% on each year's income less the loss carried in (at most 80% of the income), paid in
-April of the next year.
+$43,200 a day) from delivery on; payroll is $1.2M a month. 2026 loses money, 2027 makes it:
+tax at 21% on each year's income less the loss carried in (at most 80% of the income: here the
+limit binds, and part of the loss is carried on), paid in April of the next year.
 """
 
 from __future__ import annotations
@@ -28,7 +31,10 @@ DAY = 86_400.0
 PRICE, GPUS, LIFE_DAYS = 40_000.0, 128, 4 * 365.25
 DELIVERY = pd.Timestamp("2026-10-11")
 REVENUE_PER_DAY = 10 * 86_400 * 1_000 * 50.0 / 1e6  # $43,200
-PAYROLL = 400_000.0
+PAYROLL = 1_200_000.0
+H100S, H100_PRICE, H100_LIFE_DAYS = 512, 25_000.0, 5 * 365.25
+CONTRACT_RATE = 2.10
+CONTRACT_PREPAID = 0.25 * H100S * 730 * 24 * CONTRACT_RATE  # two years of 730 days, 25% up front
 CENT = 0.01
 
 
@@ -36,6 +42,10 @@ def neocloud_case(**changes) -> dict:
     data = base_scenario(pricing={"input_usd_per_1m": 0.0, "output_usd_per_1m": 50.0})
     data["horizon"] = {"start": "2026-01-01", "duration": "24mo", "step": "1h"}
     data["fleet"]["pools"] = [{
+        "name": "h100", "gpu": "H100", "count": H100S,
+        "acquisition": {"type": "owned", "price_usd": H100_PRICE, "depreciation_years": 5,
+                        "in_service_since": "2025-01-01"},
+    }, {
         "name": "b200", "gpu": "B200", "count": 0,
         "acquisition": {"type": "owned", "price_usd": PRICE, "depreciation_years": 4,
                         "purchase_terms": {"deposit_share": 0.2, "deposit_before_delivery": "6mo",
@@ -47,6 +57,8 @@ def neocloud_case(**changes) -> dict:
     model["demand"] = {"base_rps": 10.0, "noise": "none", "input_tokens": 0, "output_tokens": 1000}
     model["capacity_rps"] = 1.0
     data["opex"] = [{"name": "payroll", "usd_per_month": PAYROLL}]
+    data["contracts"] = [{"name": "acme", "pool": "h100", "gpus": H100S, "start": "2026-01-01", "term": "24mo",
+                          "usd_per_gpu_hour": CONTRACT_RATE, "prepaid_share": 0.25}]
     data["taxes"] = {"rate": 0.21, "basis": "yearly"}
     data["market_value"] = {"B200": {"decay_per_year": 0.25}}
     data["financing"] = {
@@ -55,7 +67,7 @@ def neocloud_case(**changes) -> dict:
             {"name": "existing", "kind": "term_loan", "opening_balance_usd": 10e6, "rate_per_year": 0.09,
              "term_months": 60, "covenants": {"min_dscr": 1.2, "dscr_months": 1}},
             {"name": "gpu_loan", "kind": "delayed_draw", "share_of_capex": 0.7, "pools": ["b200"],
-             "rate_per_year": 0.10, "term_months": 36, "covenants": {"max_ltv": 0.9}},
+             "rate_per_year": 0.10, "term_months": 36, "covenants": {"max_ltv": 0.9}, "collateral": ["b200"]},
         ],
     }
     data.update(changes)
@@ -72,8 +84,11 @@ def hand_books() -> pd.DataFrame:
     days = np.array([(m + pd.offsets.MonthBegin(1) - m).days for m in months], dtype=float)
     served_days = np.where(months < "2026-10-01", 0.0, days)
     served_days[months == "2026-10-01"] = 21.0  # from 10-11 00:00 to the month's end
-    revenue = served_days * REVENUE_PER_DAY
-    depreciation = served_days * DAY * PRICE / (LIFE_DAYS * DAY) * GPUS
+    billing = days * 24 * H100S * CONTRACT_RATE  # every contracted GPU-hour delivered (no failures)
+    revenue = served_days * REVENUE_PER_DAY + billing
+    recognised = 0.25 * billing  # out of the prepayment
+    prepaid = np.where(months == "2026-01-01", CONTRACT_PREPAID, 0.0)
+    depreciation = served_days * PRICE / LIFE_DAYS * GPUS + days * H100_PRICE / H100_LIFE_DAYS * H100S
     deposit, credit = 0.2 * PRICE * GPUS, 10 * GPUS * 50.0
     gpu_cash = np.zeros(24)
     gpu_cash[3] = deposit  # 2026-04-01 09:00
@@ -103,7 +118,8 @@ def hand_books() -> pd.DataFrame:
         "month": months, "revenue": revenue, "depreciation": depreciation, "ebitda": ebitda, "ebt": ebt,
         "gpu_cash": gpu_cash, "drawn": drawn, "interest": term_interest + gpu_interest,
         "principal": term_principal + gpu_principal, "term_principal": term_principal,
-        "gpu_principal": gpu_principal, "other_income": other_income,
+        "gpu_principal": gpu_principal, "other_income": other_income, "billing": billing,
+        "recognised": recognised, "prepaid": prepaid,
     })
 
 
@@ -141,24 +157,30 @@ def test_tax_of_each_year_with_the_loss_carried_forward(books):
     assert pnl["tax_paid_usd"].sum() == 0.0  # 2027's tax is due in April 2028, past the horizon
     assert pnl.loc["2027-12-01", "tax_payable_usd"] == pytest.approx(tax_2027, abs=CENT)
     assert pnl.loc["2027-12-01", "carried_loss_usd"] == pytest.approx(-hand.loc[:11, "ebt"].sum(), abs=CENT)
-    assert carried == pytest.approx(0.0)  # 80% of 2027's income covers the whole 2026 loss
+    # 80% of 2027's income does not cover all of 2026's loss: the limit binds, the rest is carried on.
+    ebt_2027 = hand.loc[12:, "ebt"].sum()
+    assert tax_2027 == pytest.approx(0.21 * 0.2 * ebt_2027)
+    assert carried == pytest.approx(-hand.loc[:11, "ebt"].sum() - 0.8 * ebt_2027) and carried > 0
 
 
 def test_balance_sheet_at_two_month_ends(books):
     pnl, hand = books
     tax_2026, tax_2027, _ = yearly_tax(hand)
-    opening_equity = 20e6 - 10e6
+    # The H100s' book value at the start: the price less a year (365 days) of a 5-year life.
+    h100_book = H100S * H100_PRICE * (H100_LIFE_DAYS - 365) / H100_LIFE_DAYS
+    opening_equity = 20e6 + h100_book - 10e6
     for month, j in (("2026-06-01", 5), ("2027-12-01", 23)):
         upto = hand.loc[:j]
         income = upto["ebt"].sum() - (tax_2027 if j == 23 else 0.0)
-        cash = (20e6 + upto["revenue"].sum() - PAYROLL * (j + 1) - upto["interest"].sum() - upto["gpu_cash"].sum()
-                + upto["drawn"].sum() - upto["principal"].sum())
+        cash = (20e6 + upto["revenue"].sum() - upto["recognised"].sum() + upto["prepaid"].sum() - PAYROLL * (j + 1)
+                - upto["interest"].sum() - upto["gpu_cash"].sum() + upto["drawn"].sum() - upto["principal"].sum())
         delivered = j >= 9
         expected = {
             "cash_balance_usd": cash,
             "deposits_usd": 0.0 if delivered else 0.2 * PRICE * GPUS,
-            "ppe_cost_usd": PRICE * GPUS if delivered else 0.0,
-            "accumulated_depreciation_usd": upto["depreciation"].sum(),
+            "ppe_cost_usd": H100S * H100_PRICE + (PRICE * GPUS if delivered else 0.0),
+            "accumulated_depreciation_usd": H100S * H100_PRICE - h100_book + upto["depreciation"].sum(),
+            "deferred_revenue_usd": CONTRACT_PREPAID - upto["recognised"].sum(),
             "debt_existing_usd": 10e6 - upto["term_principal"].sum(),
             "debt_gpu_loan_usd": upto["drawn"].sum() - upto["gpu_principal"].sum(),
             "tax_payable_usd": tax_2027 if j == 23 else 0.0,
@@ -179,14 +201,15 @@ def test_dscr_and_ltv_in_two_months(books):
         service = hand.loc[j, "interest"] + hand.loc[j, "principal"]
         assert pnl.loc[month, "dscr"] == pytest.approx(hand.loc[j, "ebitda"] / service, rel=1e-9)
     # LTV of the GPU loan: its balance over the B200s at 75% a year of their age from delivery
-    # (before delivery: over the deposit paid).
+    # (before delivery: over the deposit paid); its collateral is the B200 pool alone.
     june = hand.loc[:5]
     assert pnl.loc["2026-06-01", "ltv_gpu_loan"] == pytest.approx(
         (june["drawn"].sum() - june["gpu_principal"].sum()) / (0.2 * PRICE * GPUS), rel=1e-9)
     december = hand.loc[:23]
     age = (pd.Timestamp("2028-01-01") - DELIVERY).days / 365.25
     value = PRICE * GPUS * 0.75 ** age
-    assert pnl.loc["2027-12-01", "fleet_market_value_usd"] == pytest.approx(value, rel=1e-9)
+    h100_book = H100S * H100_PRICE * (H100_LIFE_DAYS - 730 - 365) / H100_LIFE_DAYS  # no H100 curve: at book
+    assert pnl.loc["2027-12-01", "fleet_market_value_usd"] == pytest.approx(value + h100_book, rel=1e-9)
     assert pnl.loc["2027-12-01", "ltv_gpu_loan"] == pytest.approx(
         (december["drawn"].sum() - december["gpu_principal"].sum()) / value, rel=1e-9)
 
@@ -238,7 +261,11 @@ def test_the_workbook_balance_sheet_and_cash_flow_recompute_from_their_formulas(
     results = run(neocloud_case(), paths=3)
     results.save(tmp_path / "run")
     book = load_workbook(tmp_path / "run" / "statements.xlsx")
-    assert {"Balance sheet", "Cash flow statement", "Covenants"} <= set(book.sheetnames)
+    assert {"Balance sheet", "Cash flow statement", "Covenants", "Contract book"} <= set(book.sheetnames)
+    contract_sheet = book["Contract book"]
+    rows = list(contract_sheet.iter_rows(min_row=2, values_only=True))
+    assert [row[0] for row in rows] == ["acme"] * 8  # eight quarters of the two-year contract
+    assert sum(row[6] for row in rows) == pytest.approx(hand_books()["billing"].sum(), abs=CENT)
     quarterly = results.statements[results.statements["period_kind"] == "quarter"]
     mean = dict(zip(zip(quarterly["line"], quarterly["period"], strict=True), quarterly["mean"], strict=True))
     periods = list(dict.fromkeys(quarterly["period"]))
@@ -286,6 +313,6 @@ def test_the_report_shows_the_books_and_the_covenants(tmp_path):
     html = (out / "report.html").read_text()
     for line in ("Total assets", "Total liabilities", "Total equity", "Investing cash flow", "Financing cash flow",
                  "GPU deposits paid", "debt: gpu loan", "DSCR (trailing, period end)", "LTV: gpu loan",
-                 "Covenant breached (any month)", "Covenant breach"):
+                 "Covenant breached (any month)", "Covenant breach", "Contract book", "Deferred revenue"):
         assert line in html, line
     assert "100% of paths" in html  # 2026's quarters: every path breaches

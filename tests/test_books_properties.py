@@ -1,5 +1,6 @@
 """The books balance, on generated scenarios (Hypothesis): with facilities, equity, deposits,
-late credits, sales at market, GPUs in service before the horizon, and both tax bases.
+late credits, sales at market, GPUs in service before the horizon, contracts (signed before
+or during the horizon, prepaid, renewed, defaulted, from a pipeline) and both tax bases.
 
 Per path and month: assets = liabilities + equity to the cent; the cash balance moves by the
 month's net cash flow; net income = EBT − tax. Without resale curves, the GPUs' book value the
@@ -85,6 +86,20 @@ def books_scenarios(draw):
                          "share_of_capex": draw(st.sampled_from([0.0, 0.5])), "cap_usd": 3e6,
                          "equity": [{"at": f"2026-0{draw(st.integers(1, 9))}-15", "amount_usd": 1e7}]
                          if draw(st.booleans()) else []}
+    held = [pool for pool in pools if pool["acquisition"]["type"] == "owned"]
+    if held and draw(st.booleans()):
+        data["contracts"] = [{"name": "c", "pool": held[0]["name"], "gpus": draw(st.integers(1, 30)),
+                              "start": f"2025-{draw(st.integers(6, 12)):02d}-01",
+                              "term": f"{draw(st.integers(1, 12))}mo", "usd_per_gpu_hour": draw(st.floats(0, 4)),
+                              "prepaid_share": draw(st.floats(0, 1)), "renewal_probability": draw(st.floats(0, 1)),
+                              "default_probability_per_year": draw(st.floats(0, 0.9)),
+                              "sla_credit_usd_per_gpu_hour": draw(st.floats(0, 5)),
+                              "take_or_pay": draw(st.floats(0, 1)), "usage": draw(st.floats(0, 1))}]
+        if draw(st.booleans()):
+            data["contract_pipeline"] = [{"name": "p", "pool": held[0]["name"], "arrivals_per_month": 1.0,
+                                          "term": "2mo", "gpus": {"low": 1, "high": 8},
+                                          "usd_per_gpu_hour": {"low": 1, "high": 3}, "prepaid_share": 0.3,
+                                          "default_probability_per_year": 0.5}]
     if draw(st.booleans()):
         data["market_value"] = {"H100": {"decay_per_year": draw(st.floats(0, 0.6))},
                                 "B200": {"points": [{"age": "0d", "share": 1.0}, {"age": "730d", "share": 0.5}]}}

@@ -159,6 +159,8 @@ def test_kernel_equals_its_python_function(data, draws):
         return channels.ints, channels.floats, channels.heap_time, channels.heap_count, channels.expo, channels.repair
     blocked = rng.integers(0, 5, n_pools)
     training_floor = rng.integers(0, 4, n_pools)
+    contracted = np.where(rng.random(n_pools) < 0.5, rng.integers(0, 6, n_pools), 0)  # GPUs sold on contracts
+    contract_busy = contracted * rng.uniform(0, 1, n_pools)
     serves_model = rng.random(n_pools) < 0.7
     preempt = rng.random(n_pools) < 0.5
     stop_from = draws.draw(st.sampled_from([0, plan.n_steps]))  # stop at a preemption, or squeeze the jobs
@@ -182,7 +184,7 @@ def test_kernel_equals_its_python_function(data, draws):
         reached = fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
            plan.revenue_per_request, plan.fixed_revenue, api_mode, api_limit, plan.api_cost_per_request + 1e-4,
            burst, plan.slo_load, plan.slo_attainment, spread, headroom, installed, installed - available - out_of_service, out_of_service,
-           is_spot, blocked, training, training_floor, preempt, stop_from,
+           is_spot, blocked, training, training_floor, contracted, contract_busy, preempt, stop_from,
            serves_model, depreciation, plan.cloud_usd_gpu_s, plan.facility_usd_gpu_s, plan.busy_kw, plan.idle_kw,
            plan.usd_per_kwh, plan.other_usd_s, *outage_state(), pool_out, model_out, other_out,
            kernels.step_scratch(n_pools, len(plan.model_names), plan.preferences.shape[1]), 0)

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from simulator.economics.assets import AssetLog, AssetMonths, asset_months, month_index
+from simulator.economics.contracts import ContractMonths, contract_months
 from simulator.economics.facilities import FacilityBook
 from simulator.economics.ledger import Ledger
 from simulator.economics.purchases import PurchaseMonths, purchase_months
@@ -53,11 +54,14 @@ class BookTerms:
 
 @dataclass
 class PathAssets:
-    """One path's owned GPUs: its asset log and the capex of each step and pool."""
+    """One path's owned GPUs: its asset log and the capex of each step and pool; and its
+    contract terms with each one's billing per step (:mod:`simulator.economics.contracts`)."""
 
     log: AssetLog
     capex: np.ndarray  # (steps, pools) USD, at the delivery step
     step_s: float
+    contract_terms: list = field(default_factory=list)
+    contract_billing: np.ndarray | None = None  # (terms, steps) USD billed (before credits)
 
 
 def month_bounds(months: np.ndarray, terms: BookTerms) -> tuple[np.ndarray, np.ndarray]:
@@ -86,11 +90,17 @@ def path_books(column: dict[str, np.ndarray], months: np.ndarray, terms: BookTer
     price = terms.price_usd if len(terms.price_usd) else np.zeros(1)
     held = asset_months(log, starts_s, ends_s, price, list(terms.curves) or [None])
     bought = purchase_months(log.orders, starts_s, terms.horizon_s, price, list(terms.purchase_terms) or [None])
-    return _post(column, months, terms, capex, held, bought)
+    sold = ContractMonths(np.zeros(n), np.zeros(n), np.zeros(n), 0.0)
+    if assets is not None and assets.contract_terms:
+        billing = np.zeros((len(assets.contract_terms), n))
+        step_starts = np.arange(assets.contract_billing.shape[1]) * assets.step_s
+        np.add.at(billing.T, month_index(starts_s, step_starts), assets.contract_billing.T)
+        sold = contract_months(assets.contract_terms, billing, starts_s, terms.horizon_s)
+    return _post(column, months, starts_s, terms, capex, held, bought, sold)
 
 
-def _post(column: dict[str, np.ndarray], months: np.ndarray, terms: BookTerms, capex: np.ndarray,
-          held: AssetMonths, bought: PurchaseMonths) -> dict[str, np.ndarray]:
+def _post(column: dict[str, np.ndarray], months: np.ndarray, starts_s: np.ndarray, terms: BookTerms, capex: np.ndarray,
+          held: AssetMonths, bought: PurchaseMonths, sold: ContractMonths) -> dict[str, np.ndarray]:
     n = len(months)
     specs = terms.financing.all_facilities()
     books = [FacilityBook(spec, months) for spec in specs]
@@ -99,6 +109,7 @@ def _post(column: dict[str, np.ndarray], months: np.ndarray, terms: BookTerms, c
     ledger.open("deposits", float(bought.opening_deposits.sum()))
     ledger.open("ppe_cost", held.opening_cost)
     ledger.open("accumulated_depreciation", -held.opening_accumulated)
+    ledger.open("deferred_revenue", -sold.opening_deferred)
     for spec in specs:
         ledger.open(f"debt:{spec.name}", -spec.opening_balance_usd)
     tax = TaxBook(terms.taxes)
@@ -108,11 +119,12 @@ def _post(column: dict[str, np.ndarray], months: np.ndarray, terms: BookTerms, c
     for rnd in terms.financing.equity:
         at = (rnd.at - terms.horizon_start).total_seconds()
         if 0 <= at < terms.horizon_s:
-            equity[int(month_index(month_bounds(months, terms)[0], at))] += rnd.amount_usd
+            equity[int(month_index(starts_s, at))] += rnd.amount_usd
     out = {name: np.zeros(n) for name in (
         "interest_usd", "financing_fees_usd", "other_income_usd", "gain_on_sale_usd", "ebt_usd", "tax_usd",
         "tax_paid_usd", "loan_drawn_usd", "loan_repaid_usd", "scheduled_principal_usd", "carried_loss_usd",
-        "gpu_payments_usd", "deposits_paid_usd", "sale_proceeds_usd", "equity_raised_usd")}
+        "gpu_payments_usd", "deposits_paid_usd", "sale_proceeds_usd", "equity_raised_usd",
+        "deferred_revenue_change_usd")}
     years = pd.DatetimeIndex(months).year.to_numpy()
     month_numbers = pd.DatetimeIndex(months).month.to_numpy()
     for j in range(n):
@@ -123,7 +135,11 @@ def _post(column: dict[str, np.ndarray], months: np.ndarray, terms: BookTerms, c
         ledger.post(j, "interest", "cash", interest, "operating")
         ledger.post(j, "financing_fees", "cash", fees, "operating")
         revenue, ebitda = column["revenue_usd"][j], column["ebitda_usd"][j]
-        ledger.post(j, "cash", "revenue", revenue, "operating")
+        # Revenue: what contracts prepaid is taken out of deferred revenue, the rest comes in as cash.
+        ledger.post(j, "cash", "deferred_revenue", sold.prepaid[j], "operating")
+        ledger.post(j, "deferred_revenue", "revenue", sold.recognised[j])
+        ledger.post(j, "cash", "revenue", revenue - sold.recognised[j], "operating")
+        ledger.post(j, "deferred_revenue", "other_income", sold.forfeited[j])
         ledger.post(j, "cash_costs", "cash", revenue - ebitda, "operating")
         ledger.post(j, "depreciation", "accumulated_depreciation", column["depreciation_amortization_usd"][j])
         # GPUs: deposits paid, deliveries (deposit applied, late credit, the rest in cash), sales.
@@ -148,7 +164,8 @@ def _post(column: dict[str, np.ndarray], months: np.ndarray, terms: BookTerms, c
             drawn, principal = drawn + draw, principal + paid
         out["scheduled_principal_usd"][j] = principal
         ledger.post(j, "cash", "paid_in_capital", equity[j], "financing")
-        ebt = column["ebit_usd"][j] + credit + held.sale_proceeds[j] - held.sale_book[j] - interest - fees
+        ebt = (column["ebit_usd"][j] + credit + sold.forfeited[j] + held.sale_proceeds[j] - held.sale_book[j]
+               - interest - fees)
         expense, tax_paid = tax.month(int(years[j]), int(month_numbers[j]), ebt)
         ledger.post(j, "tax", "tax_payable", expense)
         ledger.post(j, "tax_payable", "cash", tax_paid, "operating")
@@ -168,10 +185,12 @@ def _post(column: dict[str, np.ndarray], months: np.ndarray, terms: BookTerms, c
                 ledger.post(j, f"debt:{book.spec.name}", "cash", repay, "financing")
                 principal += repay
         out["interest_usd"][j], out["financing_fees_usd"][j] = interest, fees
-        out["other_income_usd"][j], out["gain_on_sale_usd"][j] = credit, held.sale_proceeds[j] - held.sale_book[j]
+        out["other_income_usd"][j] = credit + sold.forfeited[j]
+        out["gain_on_sale_usd"][j] = held.sale_proceeds[j] - held.sale_book[j]
         out["ebt_usd"][j], out["tax_usd"][j], out["tax_paid_usd"][j] = ebt, expense, tax_paid
         out["loan_drawn_usd"][j], out["loan_repaid_usd"][j] = drawn, principal
         out["carried_loss_usd"][j] = tax.carried_loss
+        out["deferred_revenue_change_usd"][j] = sold.prepaid[j] - sold.recognised[j] - sold.forfeited[j]
         out["gpu_payments_usd"][j] = float(gpu_cash[j].sum())
         out["deposits_paid_usd"][j] = float(bought.deposits_paid[j].sum())
         out["sale_proceeds_usd"][j], out["equity_raised_usd"][j] = held.sale_proceeds[j], equity[j]
@@ -223,7 +242,7 @@ def _covenants(column: dict[str, np.ndarray], out: dict[str, np.ndarray], specs:
             [terms.pool_names.index(name) for name in spec.collateral]
         value = collateral_value[:, pools].sum(axis=1) if pools else np.zeros(n)
         balance = out[f"debt_{spec.name}_usd"]
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             ltv = np.where(balance > 0, balance / np.where(value > 0, value, np.nan), 0.0)
         ltv = np.where((balance > 0) & (value <= 0), np.inf, ltv)
         view[f"ltv_{spec.name}"] = ltv

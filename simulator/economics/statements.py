@@ -35,7 +35,7 @@ LINES: tuple[tuple[str, str, str], ...] = (
     ("ebitda_usd", "EBITDA", "flow"),
     ("depreciation_amortization_usd", "Depreciation and amortisation", "flow"),
     ("ebit_usd", "EBIT", "flow"),
-    ("other_income_usd", "Other income (late-delivery credits)", "flow"),
+    ("other_income_usd", "Other income (late-delivery credits, prepayments kept)", "flow"),
     ("gain_on_sale_usd", "Gain (loss) on GPUs sold", "flow"),
     ("interest_usd", "Interest", "flow"),
     ("financing_fees_usd", "Financing fees", "flow"),
@@ -44,6 +44,7 @@ LINES: tuple[tuple[str, str, str], ...] = (
     ("net_income_usd", "Net income", "flow"),
     ("tax_paid_usd", "Tax paid", "flow"),
     # Cash flow
+    ("deferred_revenue_change_usd", "Contract prepayments less revenue recognised from them", "flow"),
     ("operating_cash_flow_usd", "Operating cash flow", "flow"),
     ("capex_usd", "Capex", "flow"),
     ("gpu_payments_usd", "GPUs paid (deposits and balances, net of credits)", "flow"),

@@ -147,6 +147,8 @@ class CompiledScenario:
     usd_per_kwh: float
     other_usd_s: float
     day_offset_s: float = 0.0  # the horizon's start, in seconds after its UTC midnight (calendar days)
+    contracts: tuple = ()  # (pool, scenario Contract)
+    contract_pipelines: tuple = ()  # (pool, scenario ContractPipeline)
 
     def step_at_or_after(self, seconds: float) -> int:
         """The first step that starts at or after ``seconds``: where an event then takes effect."""
@@ -246,7 +248,11 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         changes=changes,
         orders=orders,
         power_caps=caps,
-        serves_model=np.isin(np.arange(len(pools)), preferences),
+        contracts=tuple((index[c.pool], c) for c in scenario.contracts),
+        contract_pipelines=tuple((index[c.pool], c) for c in scenario.contract_pipeline),
+        # A pool that serves a model or holds contracts is COGS; one that does neither exists for training.
+        serves_model=np.isin(np.arange(len(pools)), preferences) | np.isin(
+            np.arange(len(pools)), [index[c.pool] for c in (*scenario.contracts, *scenario.contract_pipeline)]),
         model_keys=tuple(stream_key(model.name) for model in models),
         capacity_per_step=capacity,
         gpus_per_replica=gpus_per_replica,

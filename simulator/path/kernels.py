@@ -51,7 +51,8 @@ POOL_RND_ENERGY = 14
 POOL_RND_FACILITY = 15
 POOL_OUT_OF_SERVICE = 16  # installed GPUs taken out of service (RMA): paid for, not available
 POOL_SERVING = 17  # GPUs in replicas that are up: those needed and those the serving policy spreads the load over
-N_POOL_COLS = 18
+POOL_CONTRACTED = 18  # GPUs held for contracts (the customers'), at most those contracted
+N_POOL_COLS = 19
 
 # Per (step, model) columns.
 MODEL_DEMAND = 0
@@ -93,7 +94,8 @@ def step_scratch(n_pools, n_models, n_prefs):
             np.zeros((n_models, n_prefs), dtype=np.int64), np.zeros((n_models, n_prefs), dtype=np.float64),
             np.zeros(n_models, dtype=np.float64), np.zeros(n_pools, dtype=np.float64),
             np.zeros((n_models, n_prefs), dtype=np.int64), np.zeros(n_pools, dtype=np.int64),
-            np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.float64), np.zeros(n_pools, dtype=np.int64))
+            np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.float64), np.zeros(n_pools, dtype=np.int64),
+            np.zeros(n_pools, dtype=np.int64), np.zeros(n_pools, dtype=np.int64))
 
 
 @njit(cache=True, **NO_REFCOUNT)
@@ -122,6 +124,8 @@ def integrate_interval(
     power_blocked,
     training,
     training_floor,
+    contracted,
+    contract_busy,
     preempt,
     stop_from,
     serves_model,
@@ -172,6 +176,10 @@ def integrate_interval(
         is_spot: per pool, billed only for GPUs running (else for GPUs installed).
         power_blocked: delivered GPUs per pool waiting for site power.
         training_floor: GPUs per pool kept from inference for training (a dedicated partition).
+        contracted: GPUs per pool sold on contracts: held for the customers before anything
+            else, out of the GPUs available (fewer when GPUs are down); COGS, not R&D.
+        contract_busy: GPU-equivalents per pool the customers keep busy when every contracted
+            GPU is held (contracted GPUs × each contract's usage); scaled by the share held.
         preempt: per pool, inference comes first: it may take GPUs training jobs hold.
         stop_from: from this step on, a step where inference needs GPUs that jobs hold in a
             ``preempt`` pool is not integrated: the kernel returns its index so that the jobs
@@ -197,13 +205,15 @@ def integrate_interval(
     n_prefs = preferences.shape[1]
     hours = step_s / 3600.0
     free, available, billed, inference, train, busy, taken, load, unplaced, pool_cogs, up, spare, spare_all, weight, \
-        serving = scratch
+        serving, available_all, contract_held = scratch
     for k in range(k0, k1):
         advance_outages((k + step_offset) * step_s, installed, failed, out_of_service, outage_ints, outage_floats,
                         heap_time, heap_count, outage_expo, outage_repair)
         for p in range(n_pools):
-            available[p] = installed[p] - failed[p] - out_of_service[p]
-            billed[p] = available[p] if is_spot[p] else installed[p]
+            available_all[p] = installed[p] - failed[p] - out_of_service[p]
+            contract_held[p] = min(contracted[p], max(available_all[p], 0))
+            available[p] = available_all[p] - contract_held[p]  # what is left for serving and training
+            billed[p] = available_all[p] if is_spot[p] else installed[p]
             inference[p] = 0
             # The rule of open_to_inference, written out: calling it here cost 20% of the kernel.
             held = training_floor[p] if preempt[p] else max(training[p], training_floor[p])
@@ -216,6 +226,8 @@ def integrate_interval(
             if preempt[p] and k >= stop_from and train[p] < min(training[p], available[p]):
                 return k
             busy[p] = float(train[p])
+            if contracted[p] > 0:
+                busy[p] += contract_busy[p] * contract_held[p] / contracted[p]
             serving[p] = 0
         spread_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, spread, headroom, taken,
                         load, available, train, training_floor, inference, up, spare, spare_all, weight)
@@ -276,7 +288,7 @@ def integrate_interval(
             cloud = cloud_usd_gpu_s[p] * billed[p] * step_s
             facility = facility_usd_gpu_s[p] * installed[p] * step_s
             depreciation = depreciation_usd_s[p] * step_s
-            kwh = (busy[p] * busy_kw[p] + (avail - busy[p]) * idle_kw[p]) * hours
+            kwh = (busy[p] * busy_kw[p] + (available_all[p] - busy[p]) * idle_kw[p]) * hours
             energy = kwh * usd_per_kwh
             if serves_model[p]:
                 # GPUs held for training: those running jobs, and idle ones of a dedicated
@@ -293,7 +305,7 @@ def integrate_interval(
                 pool_out[k, p, POOL_RND_ENERGY] = energy
                 pool_out[k, p, POOL_RND_FACILITY] = facility
             pool_out[k, p, POOL_INSTALLED] = installed[p]
-            pool_out[k, p, POOL_AVAILABLE] = avail
+            pool_out[k, p, POOL_AVAILABLE] = available_all[p]
             pool_out[k, p, POOL_INFERENCE] = inference[p]
             pool_out[k, p, POOL_TRAINING] = train[p]
             pool_out[k, p, POOL_IDLE] = avail - train[p] - inference[p]
@@ -306,9 +318,12 @@ def integrate_interval(
             pool_out[k, p, POOL_POWER_BLOCKED] = power_blocked[p]
             pool_out[k, p, POOL_OUT_OF_SERVICE] = out_of_service[p]
             pool_out[k, p, POOL_SERVING] = serving[p]
+            pool_out[k, p, POOL_CONTRACTED] = contract_held[p]
             pool_cogs[p] = (depreciation + cloud + energy + facility - pool_out[k, p, POOL_RND_DEPRECIATION]
                             - pool_out[k, p, POOL_RND_CLOUD] - pool_out[k, p, POOL_RND_ENERGY]
                             - pool_out[k, p, POOL_RND_FACILITY])
+            if contract_held[p] > 0:  # the contracts' share is theirs, not the models'
+                pool_cogs[p] *= 1.0 - contract_held[p] / installed[p]
         other_out[k] = other_usd_s * step_s
         # Unit economics: each pool's COGS goes to the models by the GPUs their replicas hold
         # there (its idle GPUs too, so each model carries the capacity it is served from), the

@@ -43,6 +43,7 @@ _POOL_COLUMNS = {
     "gpus_busy": K.POOL_BUSY,
     "gpus_power_blocked": K.POOL_POWER_BLOCKED,
     "gpus_out_of_service": K.POOL_OUT_OF_SERVICE,
+    "gpus_contracted": K.POOL_CONTRACTED,
     "cost_depreciation_usd": K.POOL_DEPRECIATION,
     "cost_cloud_usd": K.POOL_CLOUD,
     "cost_energy_usd": K.POOL_ENERGY,
@@ -157,6 +158,7 @@ def timeseries_columns(results: Sequence[PathResult], times: pd.DatetimeIndex, p
     table["replicas"] = model[:, K.MODEL_REPLICAS]
     table["replicas_up"] = model[:, K.MODEL_REPLICAS_UP]
     table["gpus_serving"] = pool[:, K.POOL_SERVING]
+    table["gpus_contracted"] = pool[:, K.POOL_CONTRACTED]
     return _cast(table)
 
 

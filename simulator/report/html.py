@@ -30,6 +30,7 @@ from simulator.report.statements import (
     ATTRIBUTION,
     PERIOD_NAMES,
     cash_finding,
+    contract_finding,
     covenant_finding,
     statement_tables,
     unit_economics_table,
@@ -135,7 +136,7 @@ def _page(run: RunData) -> tuple[str, dict[str, Chart]]:
     latency = latency_finding(run.summary)
     if latency is not None:  # beside the first shortfall: how the worst-served model fares
         findings.insert(1, latency)
-    for finding in (cash_finding(run.summary), covenant_finding(run.summary)):
+    for finding in (cash_finding(run.summary), covenant_finding(run.summary), contract_finding(run.summary)):
         if finding is not None:  # before the training cards
             training = next((i for i, f in enumerate(findings) if f["label"].startswith("Training")), len(findings))
             findings.insert(training, finding)

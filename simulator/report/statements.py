@@ -251,3 +251,22 @@ def covenant_finding(summary: dict[str, Any]) -> dict[str, str] | None:
     if dscr is not None:
         note += f"; worst month's DSCR P50 {dscr:.2f}×".replace("-", "−")
     return {"label": "Covenant breach", "value": value, "note": note}
+
+
+def contract_finding(summary: dict[str, Any]) -> dict[str, str] | None:
+    """The key finding on capacity sold on contracts: what it brings and how much is delivered."""
+    contracts = summary.get("contracts") or {}
+    if not contracts:
+        return None
+    revenue = sum((entry["revenue_usd"]["p50"] or 0.0) for entry in contracts.values())
+    parts = []
+    for name, entry in contracts.items():
+        delivered = entry.get("delivered_share")
+        text = f"{name}: P50 {money_text(entry['revenue_usd']['p50'])}"
+        if delivered is not None and delivered < 0.9995:
+            text += f", {100 * delivered:.1f}% of contracted GPU-hours delivered"
+        if entry.get("default_probability"):
+            text += f", defaults on {percent(entry['default_probability'])}% of paths"
+        parts.append(text)
+    return {"label": "Contract book", "value": f"P50 {money_text(revenue)}",
+            "note": "revenue from GPU-hours sold on contracts (sum of each contract's P50); " + "; ".join(parts)}

@@ -25,12 +25,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from simulator.economics.books import PathAssets
 from simulator.economics.opex import monthly_opex
 from simulator.economics.pnl import monthly_pnl
 from simulator.path.compiled import compile_scenario
 from simulator.path.engine import run_path
-from simulator.runs.digest import book_terms, path_timeseries
+from simulator.runs.digest import book_terms, path_assets, path_timeseries
 from simulator.runs.executors import local_workers
 from simulator.runs.montecarlo import ProgressCallback, _run_paths
 from simulator.runs.path_figures import figure_value, parse_figure
@@ -106,8 +105,7 @@ class DesignTask:
             pnl = monthly_pnl(table, scenario.financing, scenario.horizon.step_s,
                               opex=monthly_opex(scenario.opex, scenario.horizon), taxes=scenario.taxes,
                               terms=book_terms(scenario, plan),
-                              assets={int(table["path"].iloc[0]): PathAssets(result.asset_log, result.capex,
-                                                                            scenario.horizon.step_s)})
+                              assets={int(table["path"].iloc[0]): path_assets(result, scenario)})
         return {f.text: figure_value(f, table, pnl, {}) for f in self.figures if not f.from_totals}
 
     def totals(self, seed: int, row: int) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from simulator.economics.assets import pool_curves
 from simulator.economics.books import BookTerms, PathAssets
+from simulator.economics.contracts import contract_book, contract_steps
 from simulator.economics.opex import monthly_opex
 from simulator.economics.pnl import monthly_pnl
 from simulator.economics.unit_economics import path_unit_economics
@@ -90,6 +91,7 @@ class PathDigest:
     #: (models, 4), and the per-step SLO attainment and unserved share (float32, models × 2, steps).
     model_sums: np.ndarray | None = None
     model_series: np.ndarray | None = None
+    contracts: pd.DataFrame | None = None  # the contract book: per (contract, month)
 
 
 def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool,
@@ -111,7 +113,7 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         pnl=monthly_pnl(timeseries, scenario.financing, scenario.horizon.step_s,
                         opex=monthly_opex(scenario.opex, scenario.horizon), taxes=scenario.taxes,
                         terms=book_terms(scenario, plan),
-                        assets={result.path: PathAssets(result.asset_log, result.capex, scenario.horizon.step_s)}),
+                        assets={result.path: path_assets(result, scenario)}),
         series=path_series(timeseries),
         training=training_digest(jobs, scenario.horizon.start, {job.name for job in scenario.training.jobs}),
         inputs=result.inputs,
@@ -122,6 +124,9 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         need=path_need(result.model_out, scenario.shortfall, scenario.horizon) if need else None,
         model_sums=path_model_sums(result.model_out),
         model_series=path_model_series(result.model_out),
+        contracts=contract_book(result.path, result.contracts, result.pool_out[:, :, K.POOL_CONTRACTED],
+                                scenario.horizon.step_s, times)
+        if plan.contracts or plan.contract_pipelines else None,
     )
 
 
@@ -149,10 +154,27 @@ def path_timeseries(result: PathResult, scenario: Scenario, plan: CompiledScenar
 
 
 def path_timeseries_columns(result: PathResult, scenario: Scenario, plan: CompiledScenario) -> dict[str, np.ndarray]:
-    """The columns of :func:`path_timeseries`, as arrays by name."""
+    """The columns of :func:`path_timeseries`, as arrays by name; contracts' revenue (billing
+    less SLA credits) is in ``revenue_usd`` and on its own in ``contract_revenue_usd``."""
     timeseries = timeseries_columns([result], scenario.horizon.times(), plan)
     timeseries["short"] = short_steps(result.model_out, scenario.shortfall, scenario.horizon.step_s)
+    if plan.contracts or plan.contract_pipelines:  # every path has the column, a path with no contract too
+        _, _, billing, credits = contract_steps(result.contracts, result.pool_out[:, :, K.POOL_CONTRACTED],
+                                                scenario.horizon.step_s)
+        contract = billing.sum(axis=0) - credits.sum(axis=0)
+        timeseries["contract_revenue_usd"] = contract
+        timeseries["revenue_usd"] = timeseries["revenue_usd"] + contract
+        timeseries["gross_margin_usd"] = timeseries["revenue_usd"] - timeseries["cogs_usd"]
     return timeseries
+
+
+def path_assets(result: PathResult, scenario: Scenario) -> PathAssets:
+    """What the books need of one path beyond its timeseries: GPUs bought and sold, contracts."""
+    billing = None
+    if result.contracts:
+        billing = contract_steps(result.contracts, result.pool_out[:, :, K.POOL_CONTRACTED],
+                                 scenario.horizon.step_s)[2]
+    return PathAssets(result.asset_log, result.capex, scenario.horizon.step_s, list(result.contracts), billing)
 
 
 def training_digest(jobs: dict[str, np.ndarray], start: pd.Timestamp, named: set[str]) -> TrainingDigest | None:

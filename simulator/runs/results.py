@@ -32,6 +32,7 @@ from simulator.economics.unit_economics import (
 )
 from simulator.output import staged_directory, write_run_files
 from simulator.runs.bands import BandStore, combined_bands
+from simulator.runs.contract_summary import contract_summary
 from simulator.runs.digest import PathDigest, TrainingDigest
 from simulator.runs.model_figures import model_bands, model_store, model_summary
 from simulator.runs.path_frames import PathFrames
@@ -81,6 +82,7 @@ class RunAggregator:
         self._pnl_chunks: list[pd.DataFrame] = []
         self._pnl_pending: list[pd.DataFrame] = []
         self._unit = _Frames()
+        self._contracts = _Frames()
         self._waits = tempfile.TemporaryFile(dir=spill_dir)  # noqa: SIM115 - closed by close()
         self._n_waits = 0
 
@@ -120,6 +122,8 @@ class RunAggregator:
                 self._period_pending = []
         if digest.unit is not None:
             self._unit.add(digest.unit)
+        if digest.contracts is not None:
+            self._contracts.add(digest.contracts)
         self._pnl_pending.append(digest.pnl)
         if len(self._pnl_pending) >= _PNL_CHUNK:
             self._pnl_chunks.append(pd.concat(self._pnl_pending, ignore_index=True))
@@ -168,6 +172,10 @@ class RunAggregator:
                 for entry in summary["per_path"]:
                     drawn = self.inputs[entry["path"]]
                     entry["inputs"] = {key: float(drawn[key]) for key in scenario.uncertain}
+            book = self._contracts.frame()
+            if len(book):  # in path order, as the P&L
+                book = book.sort_values(["path", "contract", "month"], kind="stable", ignore_index=True)
+                summary["contracts"] = contract_summary(book, self.n_paths)
             summary["kept_paths"] = self.keep
             summary["models"] = model_summary(self.model_names, self.model_sums)
             stores = [store for store in self.model_stores if store is not None]
@@ -189,6 +197,7 @@ class RunAggregator:
                 summary=summary,
                 model_bands=per_model,
             )
+            results.contract_book = book
             if self.need:
                 results.need = np.stack([self.need[path] for path in sorted(self.need)])
             return results
@@ -276,6 +285,8 @@ class Results:
         #: one row per (time, model, metric) (:mod:`simulator.runs.model_figures`).
         self.model_bands = model_bands if model_bands is not None else pd.DataFrame()
         self.summary = summary
+        #: Every path's contract book: one row per (path, contract, month) (empty without contracts).
+        self.contract_book = pd.DataFrame()
         #: Asked for (``simulate(need=True)``): GPUs each path lacked, ``(paths, models, slots)``.
         self.need: np.ndarray | None = None
 
@@ -317,6 +328,8 @@ class Results:
             tables["jobs.parquet"] = self._tables["jobs"]
         if len(self.inputs):
             tables["inputs.parquet"] = self.inputs
+        if len(self.contract_book):
+            tables["contracts.parquet"] = self.contract_book
         resolved = dump_scenario(scenario or self.scenario)
         extra = {"pnl.csv": self.pnl.to_csv(index=False).encode("utf-8"),
                  "statements.xlsx": workbook_bytes(self, resolved)}

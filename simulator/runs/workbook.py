@@ -5,6 +5,8 @@ P50 across paths, then P10 and P90 below it), ``Cash flow`` (monthly, P50, with 
 balance's P10 and P90), ``Balance sheet`` and ``Cash flow statement`` (quarterly means, every
 subtotal a formula over the lines shown, :mod:`simulator.runs.workbook_books`), ``Covenants``
 (per quarter: the probability of a breach with its interval, DSCR and LTV percentiles),
+``Contract book`` (per contract and quarter: GPU-hours contracted and delivered, billing, SLA
+credits, revenue; means over paths),
 ``Unit economics`` (per model and month, and over the horizon),
 ``P&L by path`` (the kept paths' rows of ``pnl.parquet``, row for row, at most 2,000: the
 Parquet and CSV files hold every path),
@@ -24,7 +26,12 @@ import yaml
 
 from simulator.economics.statements import PERIODS
 from simulator.runs.forked import at_child_stop
-from simulator.runs.workbook_books import balance_sheet_rows, cash_flow_rows, covenant_rows
+from simulator.runs.workbook_books import (
+    balance_sheet_rows,
+    cash_flow_rows,
+    contract_rows,
+    covenant_rows,
+)
 
 MONEY = '#,##0.00;[Red]-#,##0.00'
 PERCENT = '0.0'
@@ -106,7 +113,10 @@ def _filled(book, results: Any, resolved_yaml: str, WriteOnlyCell, bold) -> byte
                                ("Cash flow statement", cash_flow_rows(statements, quarter) if len(statements) else [],
                                 48),
                                ("Covenants", covenant_rows(covenants, statements, quarter) if len(statements) else [],
-                                12)):
+                                12),
+                               ("Contract book", contract_rows(getattr(results, "contract_book", pd.DataFrame()),
+                                                               int((getattr(results, "summary", None) or {})
+                                                                   .get("paths", 1)), quarter), 20)):
         sheet = book.create_sheet(title)
         _widths(sheet, rows, width)
         for row in rows:

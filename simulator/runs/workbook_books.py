@@ -1,4 +1,4 @@
-"""The workbook's books: balance sheet, cash-flow statement and covenants, with live subtotals.
+"""The workbook's books: balance sheet, cash-flow statement, covenants and the contract book.
 
 Each sheet shows the mean across paths at each quarter's end (balances) or over the quarter
 (flows). Means add up (the mean of a sum is the sum of the means), so every subtotal is a
@@ -7,8 +7,10 @@ formulas recompute to the figures the run wrote (to float rounding). Percentiles
 up; they stay in the ``Quarterly`` sheet.
 
 The cash-flow statement is the indirect method: net income, plus depreciation, less gains on
-GPUs sold and late-delivery credits (both are investing cash), plus the increase in tax
-payable (tax booked less tax paid) is the operating cash flow the ledger's cash postings give.
+GPUs sold (investing cash) and other income (late-delivery credits, netted in the GPUs paid;
+prepayments kept, received earlier), plus the increase in tax payable (tax booked less tax
+paid) and in deferred revenue (contract prepayments less the revenue recognised from them) is
+the operating cash flow the ledger's cash postings give.
 """
 
 from __future__ import annotations
@@ -109,8 +111,11 @@ def cash_flow_rows(statements: pd.DataFrame, label: Callable[[pd.Timestamp], str
         ("Net income", [value("net_income_usd", p) for p in periods]),
         ("Depreciation", [value("depreciation_amortization_usd", p) for p in periods]),
         ("Less gains on GPUs sold (in investing)", [value("gain_on_sale_usd", p, -1) for p in periods]),
-        ("Less late-delivery credits (netted in GPUs paid)", [value("other_income_usd", p, -1) for p in periods]),
+        ("Less other income (late credits netted in GPUs paid; prepayments kept)",
+         [value("other_income_usd", p, -1) for p in periods]),
         ("Increase in income tax payable", [value("tax_usd", p) - value("tax_paid_usd", p) for p in periods]),
+        ("Increase in deferred revenue (contract prepayments)",
+         [value("deferred_revenue_change_usd", p) for p in periods]),
     ]
     investing = [("GPUs paid", [value("gpu_payments_usd", p, -1) for p in periods]),
                  ("GPUs sold", [value("sale_proceeds_usd", p) for p in periods])]
@@ -165,6 +170,23 @@ def covenant_rows(covenants: dict[str, Any] | None, statements: pd.DataFrame,
             cells += [(None if entry is None or not pd.notna(v) else float(v), '0.00"×"', False)
                       for v in (entry if entry is not None else [None] * 3)]
         out.append(cells)
+    return out
+
+
+def contract_rows(book: pd.DataFrame, n_paths: int, label: Callable[[pd.Timestamp], str]) -> list[list[tuple]]:
+    """The contract book: per contract and quarter, means over paths (a path without the
+    contract counts 0) of GPU-hours contracted and delivered, billing, SLA credits, revenue."""
+    if not len(book):
+        return []
+    figures = ("gpu_hours_contracted", "gpu_hours_delivered", "billing_usd", "sla_credits_usd", "revenue_usd")
+    quarters = book.assign(quarter=pd.DatetimeIndex(book["month"]).to_period("Q").start_time,
+                           contract=book["contract"].str.split("#").str[0])
+    sums = quarters.groupby(["contract", "quarter"], sort=True)[list(figures)].sum() / max(n_paths, 1)
+    out = [[(text, None, True) for text in ("contract", "quarter", "GPU-hours contracted", "GPU-hours delivered",
+                                            "billing", "SLA credits", "revenue")]]
+    for (contract, quarter), row in sums.iterrows():
+        out.append([(str(contract), None, False), (label(quarter), None, False),
+                    *((float(row[name]), "#,##0" if name.startswith("gpu") else MONEY, False) for name in figures)])
     return out
 
 

@@ -354,7 +354,34 @@ def _check_books(scenario: Scenario, pool_names: list[str]) -> None:
                     what = "unknown pool" if name not in pool_names else "not an owned pool"
                     raise ScenarioError(("financing", "facilities", index, field, slot),
                                         f"{what} {name!r}; owned pools: {known}")
+    _check_contracts(scenario, pool_names)
     for gpu in scenario.market_value:
         if gpu not in scenario.gpus and gpu not in BUILTIN_GPUS:
             known = ", ".join(sorted({*BUILTIN_GPUS, *scenario.gpus}))
             raise ScenarioError(("market_value", gpu), f"unknown GPU {gpu!r}; known: {known}")
+
+
+def _check_contracts(scenario: Scenario, pool_names: list[str]) -> None:
+    """A contract holds GPUs of an owned or reserved pool no training job uses; names are unique."""
+    trained = {getattr(entry, "pool", None) for group in (getattr(scenario.training, name, []) or []
+                                                          for name in ("jobs", "streams", "traces"))
+               for entry in group}
+    names: list[str] = []
+    for section in ("contracts", "contract_pipeline"):
+        for index, contract in enumerate(getattr(scenario, section)):
+            where = (section, index)
+            if contract.name in names:
+                raise ScenarioError((*where, "name"), f"duplicate contract name {contract.name!r}")
+            names.append(contract.name)
+            if contract.pool not in pool_names:
+                known = ", ".join(pool_names) or "none defined"
+                raise ScenarioError((*where, "pool"), f"unknown pool {contract.pool!r}; pools: {known}")
+            pool = scenario.fleet.pools[pool_names.index(contract.pool)]
+            if pool.acquisition.type not in ("owned", "reserved"):
+                raise ScenarioError((*where, "pool"), f"pool {contract.pool!r} is {pool.acquisition.type}: contracts "
+                                    "sell owned or reserved GPUs")
+            if getattr(pool.acquisition, "autoscale", None) is not None:
+                raise ScenarioError((*where, "pool"), f"pool {contract.pool!r} autoscales; contracts need a fixed pool")
+            if contract.pool in trained:
+                raise ScenarioError((*where, "pool"), f"training jobs run on pool {contract.pool!r}; sell GPUs of a "
+                                    "pool without training")

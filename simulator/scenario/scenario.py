@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, PrivateAttr, field_validator, model_validator
 
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
+from simulator.scenario.contracts import Contract, ContractPipeline
 from simulator.scenario.correlation import Correlation
 from simulator.scenario.economics import (
     Alerts,
@@ -81,6 +82,10 @@ class Scenario(Frozen):
     financing: Financing = Field(default_factory=Financing)
     opex: list[OpexLine] = Field(default_factory=list, description="Operating expenses, below gross margin")
     taxes: Taxes = Field(default_factory=Taxes)
+    contracts: list[Contract] = Field(default_factory=list, description="GPU-hour contracts signed: GPUs held "
+                                      "for customers before serving gets any")
+    contract_pipeline: list[ContractPipeline] = Field(
+        default_factory=list, description="Contracts to come: Poisson arrivals with sizes and prices drawn")
     market_value: dict[str, MarketValue] = Field(
         default_factory=dict, description="Resale value by GPU type (default: a GPU is worth its book value)")
 

@@ -75,6 +75,8 @@ class FleetState:
         self.blocked = np.zeros(n, dtype=np.int64)
         self.training = np.zeros(n, dtype=np.int64)
         self.training_floor = np.zeros(n, dtype=np.int64)  # GPUs kept from inference (dedicated)
+        self.contracted = np.zeros(n, dtype=np.int64)  # GPUs sold on contracts, held for the customers
+        self.contract_busy = np.zeros(n, dtype=np.float64)  # their busy GPU-equivalents (× usage)
         self.depreciation_usd_s = np.zeros(n, dtype=np.float64)
         self.capex = np.zeros((plan.n_steps, n), dtype=np.float64)
         self.power_cap_kw = np.inf
@@ -173,6 +175,15 @@ class FleetState:
         """From now on ``gpus`` GPUs of ``pool`` are kept from inference for training."""
         self._before_change()
         self.training_floor[pool] = gpus
+
+    def hold_for_contract(self, pool: int, gpus: int, usage: float) -> None:
+        """From now on ``gpus`` more GPUs of ``pool`` are held for a contract (fewer: released)."""
+        self._before_change()
+        self.contracted[pool] += gpus
+        self.contract_busy[pool] = max(self.contract_busy[pool] + gpus * usage, 0.0)
+        if self.contracted[pool] == 0:
+            self.contract_busy[pool] = 0.0
+        self._after_change()
 
     def set_power_cap(self, kw: float) -> None:
         """A new site power cap from now on; waiting deliveries are installed if they fit."""
