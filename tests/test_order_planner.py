@@ -298,3 +298,45 @@ def test_a_slips_quantile_matches_its_samples(spec):
         assert slip.quantile(q) == pytest.approx(np.quantile(draws, q), rel=0.01, abs=1.0)
     if spec["dist"] == "exponential":
         assert slip.quantile(0.9) == pytest.approx(3 * 7 * 86400 * np.log(10))  # -mean ln(1 - q)
+
+
+@pytest.mark.parametrize(("decay", "tier"), [(None, "rent"), (0.5, "buy"), (0.95, "rent")])
+def test_a_late_need_is_bought_when_the_gpus_value_at_the_end_covers_the_difference(decay, tier):
+    # 12 GPUs needed in October, November and December only (the horizon's last quarter).
+    # Renting costs $5/GPU-hour: 92 days × 24 h × $5 = $11,040 a GPU. A GPU costs $30,000 and
+    # lands on October 1 (ordered 30 days before); at the horizon's end, 92 days later, it is
+    # worth $30,000 × (1 − d)^(92/365.25) with a yearly decay d. Buying nets the price less that:
+    # it wins when 30,000 (1 − (1 − d)^0.2519) < 11,040, i.e. below d* = 1 − 0.632^(1/0.2519)
+    # = 0.838. At d = 0.5 a GPU nets $4,776 (bought); at 0.95, $15,893 (rented); without a
+    # curve it nets its whole price (rented, as before).
+    age = 92 / 365.25
+    breakeven = 1 - (1 - 92 * 24 * 5.0 / 30_000) ** (1 / age)
+    assert breakeven == pytest.approx(0.838, abs=0.001)
+    data = _scenario(step_at="2026-10-01", duration="365d")
+    data["fleet"]["pools"].append({"name": "rented", "gpu": "H100", "count": 0,
+                                   "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 5.0}})
+    data["models"][0]["pools"] = ["a", "rented"]
+    if decay is not None:
+        data["market_value"] = {"H100": {"decay_per_year": decay}}
+    outcome = _plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "30d"},
+                           {"pool": "rented", "step": 4, "max": 16}])
+    document = plan_document(outcome)
+    assert {o["tier"] for o in document["orders"]} == {tier}
+    assert sum(o["count"] for o in document["orders"] if o["order_date"] <= "2026-10-01") == 12
+    if tier == "buy":
+        resale = 12 * 30_000 * (1 - decay) ** age
+        assert document["cost"]["market_value_at_end_usd"] == pytest.approx(resale, rel=1e-9)
+        assert document["cost"]["orders_net_of_resale_usd"] == pytest.approx(12 * 30_000 - resale, rel=1e-9)
+    else:
+        assert document["cost"]["orders_commit_usd"] == pytest.approx(12 * 92 * 24 * 5.0)
+    assert document["target_met"]
+
+
+def test_an_order_flag_for_a_pool_whose_plan_entry_has_no_lead_time_runs(tmp_path):
+    # It used to exit 1: the plan entry's missing lead time was formatted as a duration.
+    data = _scenario(step_at="60d", duration="90d")
+    data["plan"] = {"orders": [{"pool": "a", "step": 4, "max": 16}]}  # no lead time given
+    (tmp_path / "s.yaml").write_text(yaml.safe_dump(data, sort_keys=False))
+    result = _cli(tmp_path, "--order", "a:4:32", "--paths", "2", "--out", str(tmp_path / "plan"), "-q")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "plan" / "plan.json").read_text())["orders"]

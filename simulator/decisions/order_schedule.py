@@ -23,8 +23,9 @@ the program is solved twice: first for the least uncovered need (``Σ s``: zero 
 can be met), then for the least cost keeping that coverage. So the result is the exact optimum
 of the model; what cannot be covered (orders too late, candidates at their maximum, the budget)
 is left in ``s`` and reported. The cost of an order is all it commits, in the horizon or after:
-an owned GPU's price (depreciation inside the horizon plus the book value left at its end) and
-its facility and energy while installed; a reservation's whole term; a rental's month.
+an owned GPU's price less what it would fetch at the horizon's end (its ``market_value`` curve
+at its age then: a GPU bought late is mostly still worth its price; without a curve, nothing)
+and its facility and energy while installed; a reservation's whole term; a rental's month.
 """
 
 from __future__ import annotations
@@ -53,9 +54,15 @@ class Candidate:
     usd_per_gpu_s: float  # owned: facility and energy while installed; rented, reserved: the rent
     reserve_end_s: np.ndarray | None = None  # reserved: end of a term starting at each review date + lead
     life_s: float = np.inf  # owned: straight-line depreciation life
+    market: object | None = None  # owned: the GPU's resale curve (a MarketValue; None: worth nothing at the end)
 
     def slip_quantile(self, q: float) -> float:
         return 0.0 if self.slip is None else float(self.slip.quantile(q))
+
+    def resale_usd(self, age_s: np.ndarray | float) -> np.ndarray:
+        """What one owned GPU of this age would fetch at the horizon's end (0 without a curve)."""
+        age = np.asarray(age_s, dtype=np.float64)
+        return self.price_usd * self.market.share(age) if self.market is not None else np.zeros_like(age)
 
 
 @dataclass(frozen=True)
@@ -107,7 +114,8 @@ def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_lev
     arrival = grid.order_s[:, None] + candidate.lead_s + slip[None, :]
     serving = arrival <= starts[None, :] + _EPS
     median = grid.order_s + candidate.lead_s + candidate.slip_quantile(0.5)
-    cost = candidate.step * (candidate.price_usd + candidate.usd_per_gpu_s * np.maximum(grid.horizon_s - median, 0.0))
+    held_s = np.maximum(grid.horizon_s - median, 0.0)
+    cost = candidate.step * (candidate.price_usd - candidate.resale_usd(held_s) + candidate.usd_per_gpu_s * held_s)
     # Orders that serve the same slots: only the latest is worth placing (it costs the least).
     count = serving.sum(axis=1)
     keep = (count > 0) & (count > np.append(count[1:], -1))

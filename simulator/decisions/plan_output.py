@@ -40,9 +40,11 @@ def order_rows(outcome: PlanOutcome) -> list[dict[str, Any]]:
                 lands = {f"p{q}": day(placed + c.lead_s + c.slip_quantile(q / 100)) for q in (10, 50, 90)}
                 median = placed + c.lead_s + c.slip_quantile(0.5)
                 life_left = 1.0 - max(horizon_s - median, 0.0) / c.life_s if median < horizon_s else 1.0
+                held_s = max(horizon_s - median, 0.0)
                 rows.append({**base, "count": count, "order_date": day(placed), "in_service": lands,
-                             "cost_usd": count * (c.price_usd + c.usd_per_gpu_s * max(horizon_s - median, 0.0)),
-                             "value_left_usd": count * c.price_usd * max(life_left, 0.0)})
+                             "cost_usd": count * (c.price_usd + c.usd_per_gpu_s * held_s),
+                             "value_left_usd": count * c.price_usd * max(life_left, 0.0),
+                             "market_value_at_end_usd": count * float(c.resale_usd(held_s))})
         elif c.kind == "reserved":
             for date, n in chosen:
                 begin, end = grid.order_s[date] + c.lead_s, float(c.reserve_end_s[date])
@@ -50,7 +52,8 @@ def order_rows(outcome: PlanOutcome) -> list[dict[str, Any]]:
                 rows.append({**base, "count": count, "order_date": day(grid.order_s[date]),
                              "in_service": {"from": day(begin), "until": day(end)},
                              "cost_usd": count * c.usd_per_gpu_s * (end - begin),
-                             "value_left_usd": count * c.usd_per_gpu_s * max(end - max(begin, horizon_s), 0.0)})
+                             "value_left_usd": count * c.usd_per_gpu_s * max(end - max(begin, horizon_s), 0.0),
+                             "market_value_at_end_usd": 0.0})
         else:
             rows.extend(_rental_rows(c, outcome, base, day))
     return sorted(rows, key=lambda row: (row["order_date"], row["pool"]))
@@ -70,7 +73,8 @@ def _rental_rows(c: Candidate, outcome: PlanOutcome, base: dict[str, Any], day) 
         elif count:
             rows.append({**base, "count": count, "order_date": day(max(begin - c.lead_s, 0.0)),
                          "in_service": {"from": day(begin), "until": day(grid.month_end_s[month])},
-                         "cost_usd": cost, "value_left_usd": 0.0, "_next": month + 1})
+                         "cost_usd": cost, "value_left_usd": 0.0, "market_value_at_end_usd": 0.0,
+                         "_next": month + 1})
     for row in rows:
         del row["_next"]
     return rows
@@ -108,6 +112,11 @@ def plan_document(outcome: PlanOutcome) -> dict[str, Any]:
         "cost": {
             "orders_commit_usd": float(sum(row["cost_usd"] for row in orders)),
             "value_left_at_end_usd": float(sum(row["value_left_usd"] for row in orders)),
+            # What the owned GPUs ordered would fetch at the horizon's end (their market_value
+            # curve; 0 without one): the planner's objective counts the commitment less this.
+            "market_value_at_end_usd": float(sum(row.get("market_value_at_end_usd", 0.0) for row in orders)),
+            "orders_net_of_resale_usd": float(sum(row["cost_usd"] - row.get("market_value_at_end_usd", 0.0)
+                                                  for row in orders)),
             "horizon_cost_usd_p50": float(outcome.results.summary["quantiles"]["cost_usd"]["p50"]),
         },
         "most_at_risk": periods[worst] if len(periods) else None,

@@ -60,7 +60,8 @@ def candidates_of(scenario: Scenario, compiled: CompiledScenario, orders: list[O
         out.append(Candidate(
             pool=spec.pool, kind=acquisition.type, step=spec.step, max=spec.max, lead_s=float(lead), slip=slip,
             eff=eff, price_usd=float(compiled.price_usd[i]) if acquisition.type == "owned" else 0.0,
-            usd_per_gpu_s=float(hold), reserve_end_s=reserve_end, life_s=float(compiled.life_s[i])))
+            usd_per_gpu_s=float(hold), reserve_end_s=reserve_end, life_s=float(compiled.life_s[i]),
+            market=scenario.market_value.get(pool.gpu) if acquisition.type == "owned" else None))
     return out
 
 
@@ -84,7 +85,8 @@ def plan_settings(scenario: Scenario, orders: tuple[str, ...] = (), **given: Any
                 raise ScenarioError((), f"--order {text!r}: need 1 <= STEP <= MAX <= {MAX_ORDER_GPUS:,}")
             earlier = known.get(pool)
             parsed.append({"pool": pool, "step": step_n, "max": most_n,
-                           "lead_time": format_duration(earlier.lead_time) if earlier else None,
+                           "lead_time": format_duration(earlier.lead_time)
+                           if earlier is not None and earlier.lead_time is not None else None,
                            "slip": earlier.slip.model_dump() if earlier and earlier.slip else None})
         data["orders"] = parsed
     target = given.pop("target", None)
