@@ -340,3 +340,12 @@ def test_an_order_flag_for_a_pool_whose_plan_entry_has_no_lead_time_runs(tmp_pat
     result = _cli(tmp_path, "--order", "a:4:32", "--paths", "2", "--out", str(tmp_path / "plan"), "-q")
     assert result.exit_code == 0, result.output
     assert json.loads((tmp_path / "plan" / "plan.json").read_text())["orders"]
+
+
+def test_plan_reports_each_stage_on_a_non_terminal(tmp_path):
+    # Off a terminal a progress bar prints nothing; a plan says each simulation on its own line.
+    result = _cli(tmp_path, "--order", "a:4:64", "--paths", "2", "--out", str(tmp_path / "plan"))
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stderr.splitlines() if line.startswith("simulation ")]
+    assert lines[0] == "simulation 1: the fleet as it stands (2 paths)"
+    assert lines[-1].startswith(f"simulation {len(lines)}: fresh seeds")

@@ -9,6 +9,7 @@ local process pool.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -124,7 +125,8 @@ def progress_bar(description: str, total: int | None = None, show: bool = True) 
 def stage_progress_bar(show: bool = True) -> Iterator[Callable[[str, int, int], None]]:
     """One progress bar on stderr over a series of simulations: ``progress(stage, done,
     total)`` names the simulation running and counts its paths; each new stage starts the
-    bar again and counts one more simulation."""
+    bar again and counts one more simulation. Where stderr is not a terminal (a log, CI), a bar
+    would print nothing: each stage is one line there instead."""
     progress = Progress(
         "[progress.description]{task.description}",
         BarColumn(),
@@ -140,6 +142,8 @@ def stage_progress_bar(show: bool = True) -> Iterator[Callable[[str, int, int], 
         def update(stage: str, done: int, total: int) -> None:
             if not stages or stages[-1] != stage:
                 stages.append(stage)
+                if show and not progress.console.is_terminal:
+                    print(f"simulation {len(stages)}: {stage} ({total:,} paths)", file=sys.stderr, flush=True)
             progress.update(task, description=f"simulation {len(stages)}: {stage}", completed=done, total=total)
 
         yield update

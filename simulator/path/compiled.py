@@ -9,9 +9,10 @@ scenario draw the same numbers for the same pool or model: common random numbers
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 
 from simulator.demand import expected_counts, expected_level_counts
 from simulator.path.hourly import hourly_per_step
@@ -149,6 +150,8 @@ class CompiledScenario:
     day_offset_s: float = 0.0  # the horizon's start, in seconds after its UTC midnight (calendar days)
     contracts: tuple = ()  # (pool, scenario Contract)
     contract_pipelines: tuple = ()  # (pool, scenario ContractPipeline)
+    rent_markets: tuple = ()  # (pool, scenario RentMarket)
+    month_starts_s: np.ndarray = field(default_factory=lambda: np.zeros(1))  # each calendar month's start (the first: 0)
 
     def step_at_or_after(self, seconds: float) -> int:
         """The first step that starts at or after ``seconds``: where an event then takes effect."""
@@ -250,6 +253,8 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         power_caps=caps,
         contracts=tuple((index[c.pool], c) for c in scenario.contracts),
         contract_pipelines=tuple((index[c.pool], c) for c in scenario.contract_pipeline),
+        rent_markets=tuple((index[m.pool], m) for m in scenario.markets.rent),
+        month_starts_s=_month_starts_s(horizon),
         # A pool that serves a model or holds contracts is COGS; one that does neither exists for training.
         serves_model=np.isin(np.arange(len(pools)), preferences) | np.isin(
             np.arange(len(pools)), [index[c.pool] for c in (*scenario.contracts, *scenario.contract_pipeline)]),
@@ -424,3 +429,11 @@ def _rent(acquisition) -> float:
 
 
 __all__ = ["CompiledScenario", "compile_scenario"]
+
+
+def _month_starts_s(horizon) -> np.ndarray:
+    """Each calendar month's start inside the horizon, in seconds from its start (the first: 0)."""
+    first = horizon.start.to_period("M").start_time
+    starts = pd.date_range(first, horizon.end_time, freq="MS", inclusive="left")
+    offsets = np.maximum((starts - horizon.start).total_seconds().to_numpy(), 0.0)
+    return np.unique(offsets) if len(offsets) else np.zeros(1)

@@ -31,7 +31,7 @@ from simulator.economics.assets import AssetLog
 from simulator.path.compiled import CompiledScenario
 from simulator.path.fleet import FleetState
 from simulator.path.fleet.autoscaler import autoscaler
-from simulator.path.fleet.contracts import contract_process, pipeline_process
+from simulator.path.fleet.contracts import start_contracts
 from simulator.path.fleet.outages import OutageChannels
 from simulator.path.fleet.procurement import dated_order, delivery_delay, procurement_policy
 from simulator.path.intra_step import IntraStepMixer
@@ -42,9 +42,9 @@ from simulator.path.kernels import (
     integrate_interval,
     step_scratch,
 )
+from simulator.path.markets import start_markets
 from simulator.path.outage_kernel import CH_DOWN, CH_OUTAGES, CH_POOL, CH_REPAIRS
 from simulator.path.streams import (
-    STREAM_CONTRACTS,
     STREAM_DEMAND,
     STREAM_FAILURES,
     STREAM_ORDERS,
@@ -52,7 +52,6 @@ from simulator.path.streams import (
     STREAM_SERVICE,
     STREAM_VOLATILITY,
     path_generator,
-    stream_key,
 )
 from simulator.path.training.driver import CompiledTraining
 from simulator.path.training.loop_layout import SEQ_BITS
@@ -80,6 +79,7 @@ class PathResult:
     kernel_calls: int = 0
     asset_log: AssetLog = field(default_factory=AssetLog)  # owned GPUs, sales and orders, for the books
     contracts: list = field(default_factory=list)  # each contract term run (economics.contracts.ContractTerm)
+    market_rates: list = field(default_factory=list)  # (pool, rate per GPU-hour of each month) where markets move
 
 
 class StepClock:
@@ -102,6 +102,8 @@ class StepClock:
         self.next_step = 0
         # The step kernel's working arrays, made once for the path.
         self.scratch = step_scratch(len(plan.pool_names), plan.preferences.shape[0], plan.preferences.shape[1])
+        # Rent per GPU-second now: the plan's, or this month's where a market moves it.
+        self.cloud_usd_gpu_s = plan.cloud_usd_gpu_s.copy()
         # Preemption by inference: a step from ``stop_from`` on where inference needs GPUs that jobs
         # hold in a preempt pool is left for ``on_stop(step)`` to preempt at its start, first.
         self.stop_from = 0
@@ -169,7 +171,7 @@ class StepClock:
             stop_from,
             plan.serves_model,
             fleet.depreciation_usd_s,
-            plan.cloud_usd_gpu_s,
+            self.cloud_usd_gpu_s,
             plan.facility_usd_gpu_s,
             plan.busy_kw,
             plan.idle_kw,
@@ -373,17 +375,8 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
             env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
         if info.autoscale is not None:
             env.process(autoscaler(env, fleet, plan, pool, clock))
-    contract_log: list = []
-    start = plan.horizon.start
-    for pool, contract in plan.contracts:
-        env.process(contract_process(env, fleet, start, horizon, pool, contract.name, contract.gpus,
-                                     (contract.start - start).total_seconds(), contract.usd_per_gpu_hour, contract,
-                                     path_generator(seed, path, STREAM_CONTRACTS, stream_key(contract.name)),
-                                     contract_log))
-    for pool, pipeline in plan.contract_pipelines:
-        env.process(pipeline_process(env, fleet, start, horizon, pool, pipeline,
-                                     path_generator(seed, path, STREAM_CONTRACTS, stream_key(pipeline.name)),
-                                     contract_log))
+    market_rates = start_markets(env, fleet, clock.cloud_usd_gpu_s, plan, seed, path)
+    contract_log = start_contracts(env, fleet, plan, seed, path, horizon)
     if any(info.autoscale is not None and info.autoscale.policy == "predictive" for info in plan.pools):
         clock.level = [demand_factor(plan, m, seed, path) for m in range(len(plan.model_names))]
     generator = lambda stream, key: path_generator(seed, path, stream, key)  # noqa: E731
@@ -412,4 +405,5 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
                       served_tokens=clock.model_out[:, :, MODEL_SERVED] @ plan.tokens_per_request,
                       subscribers=clock.subscribers,
                       outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),
-                      kernel_calls=clock.kernel_calls, asset_log=fleet.log, contracts=contract_log)
+                      kernel_calls=clock.kernel_calls, asset_log=fleet.log, contracts=contract_log,
+                      market_rates=market_rates)

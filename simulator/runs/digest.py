@@ -92,6 +92,7 @@ class PathDigest:
     model_sums: np.ndarray | None = None
     model_series: np.ndarray | None = None
     contracts: pd.DataFrame | None = None  # the contract book: per (contract, month)
+    markets: pd.DataFrame | None = None  # rental rates where markets move: per (pool, month)
 
 
 def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool,
@@ -127,7 +128,17 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         contracts=contract_book(result.path, result.contracts, result.pool_out[:, :, K.POOL_CONTRACTED],
                                 scenario.horizon.step_s, times)
         if plan.contracts or plan.contract_pipelines else None,
+        markets=market_frame(result, plan) if plan.rent_markets else None,
     )
+
+
+def market_frame(result: PathResult, plan: CompiledScenario) -> pd.DataFrame:
+    """The path's rental rate of each moving pool in each calendar month."""
+    start = plan.horizon.start
+    months = [(start + pd.Timedelta(seconds=float(s))).to_period("M").start_time for s in plan.month_starts_s]
+    rows = [{"path": result.path, "pool": plan.pool_names[pool], "month": month, "usd_per_gpu_hour": float(rate)}
+            for pool, rates in result.market_rates for month, rate in zip(months, rates, strict=True)]
+    return pd.DataFrame(rows, columns=["path", "pool", "month", "usd_per_gpu_hour"])
 
 
 def book_terms(scenario: Scenario, plan: CompiledScenario) -> BookTerms:

@@ -83,6 +83,7 @@ class RunAggregator:
         self._pnl_pending: list[pd.DataFrame] = []
         self._unit = _Frames()
         self._contracts = _Frames()
+        self._markets = _Frames()
         self._waits = tempfile.TemporaryFile(dir=spill_dir)  # noqa: SIM115 - closed by close()
         self._n_waits = 0
 
@@ -124,6 +125,8 @@ class RunAggregator:
             self._unit.add(digest.unit)
         if digest.contracts is not None:
             self._contracts.add(digest.contracts)
+        if digest.markets is not None:
+            self._markets.add(digest.markets)
         self._pnl_pending.append(digest.pnl)
         if len(self._pnl_pending) >= _PNL_CHUNK:
             self._pnl_chunks.append(pd.concat(self._pnl_pending, ignore_index=True))
@@ -198,6 +201,9 @@ class RunAggregator:
                 model_bands=per_model,
             )
             results.contract_book = book
+            rates = self._markets.frame()
+            if len(rates):
+                results.market_rates = rates.sort_values(["path", "pool", "month"], kind="stable", ignore_index=True)
             if self.need:
                 results.need = np.stack([self.need[path] for path in sorted(self.need)])
             return results
@@ -287,6 +293,8 @@ class Results:
         self.summary = summary
         #: Every path's contract book: one row per (path, contract, month) (empty without contracts).
         self.contract_book = pd.DataFrame()
+        #: Every path's rental rate per month of each pool whose market moves (``markets.rent``).
+        self.market_rates = pd.DataFrame()
         #: Asked for (``simulate(need=True)``): GPUs each path lacked, ``(paths, models, slots)``.
         self.need: np.ndarray | None = None
 
@@ -330,6 +338,8 @@ class Results:
             tables["inputs.parquet"] = self.inputs
         if len(self.contract_book):
             tables["contracts.parquet"] = self.contract_book
+        if len(self.market_rates):
+            tables["markets.parquet"] = self.market_rates
         resolved = dump_scenario(scenario or self.scenario)
         extra = {"pnl.csv": self.pnl.to_csv(index=False).encode("utf-8"),
                  "statements.xlsx": workbook_bytes(self, resolved)}

@@ -355,6 +355,17 @@ def _check_books(scenario: Scenario, pool_names: list[str]) -> None:
                     raise ScenarioError(("financing", "facilities", index, field, slot),
                                         f"{what} {name!r}; owned pools: {known}")
     _check_contracts(scenario, pool_names)
+    seen: set[str] = set()
+    for index, market in enumerate(scenario.markets.rent):
+        where = ("markets", "rent", index, "pool")
+        if market.pool not in pool_names:
+            raise ScenarioError(where, f"unknown pool {market.pool!r}; pools: {', '.join(pool_names)}")
+        kind = scenario.fleet.pools[pool_names.index(market.pool)].acquisition.type
+        if kind not in ("on_demand", "spot"):
+            raise ScenarioError(where, f"pool {market.pool!r} is {kind}: rates move for on-demand and spot pools")
+        if market.pool in seen:
+            raise ScenarioError(where, f"pool {market.pool!r} has two markets")
+        seen.add(market.pool)
     for gpu in scenario.market_value:
         if gpu not in scenario.gpus and gpu not in BUILTIN_GPUS:
             known = ", ".join(sorted({*BUILTIN_GPUS, *scenario.gpus}))

@@ -33,6 +33,7 @@ from simulator.scenario.economics import (
 from simulator.scenario.fleet import Failures, Fleet, Power
 from simulator.scenario.horizon import Horizon
 from simulator.scenario.market_value import MarketValue
+from simulator.scenario.markets import Markets
 from simulator.scenario.plan import PlanSettings
 from simulator.scenario.served import ServedModel
 from simulator.scenario.shortfall import Shortfall
@@ -86,6 +87,7 @@ class Scenario(Frozen):
                                       "for customers before serving gets any")
     contract_pipeline: list[ContractPipeline] = Field(
         default_factory=list, description="Contracts to come: Poisson arrivals with sizes and prices drawn")
+    markets: Markets = Field(default_factory=Markets, description="Prices that move over time (rental rates)")
     market_value: dict[str, MarketValue] = Field(
         default_factory=dict, description="Resale value by GPU type (default: a GPU is worth its book value)")
 

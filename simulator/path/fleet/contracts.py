@@ -18,6 +18,7 @@ import simpy
 
 from simulator.economics.contracts import ContractTerm
 from simulator.path.fleet.state import FleetState
+from simulator.path.streams import STREAM_CONTRACTS, path_generator, stream_key
 from simulator.units import SECONDS_PER_YEAR
 
 SECONDS_PER_MONTH = SECONDS_PER_YEAR / 12.0
@@ -81,3 +82,18 @@ def pipeline_process(env: simpy.Environment, fleet: FleetState, horizon_start: p
         starting.append((start, gpus))
         env.process(contract_process(env, fleet, horizon_start, horizon_s, pool, f"{pipeline.name}#{offers}", gpus,
                                      start, price, pipeline, rng, log))
+
+
+def start_contracts(env: simpy.Environment, fleet: FleetState, plan, seed: int, path: int, horizon_s: float) -> list:
+    """Start every contract's and pipeline's process on this path; returns the log their terms
+    are written to."""
+    log: list = []
+    start = plan.horizon.start
+    for pool, contract in plan.contracts:
+        env.process(contract_process(env, fleet, start, horizon_s, pool, contract.name, contract.gpus,
+                                     (contract.start - start).total_seconds(), contract.usd_per_gpu_hour, contract,
+                                     path_generator(seed, path, STREAM_CONTRACTS, stream_key(contract.name)), log))
+    for pool, pipeline in plan.contract_pipelines:
+        env.process(pipeline_process(env, fleet, start, horizon_s, pool, pipeline,
+                                     path_generator(seed, path, STREAM_CONTRACTS, stream_key(pipeline.name)), log))
+    return log

@@ -77,6 +77,7 @@ class FleetState:
         self.training_floor = np.zeros(n, dtype=np.int64)  # GPUs kept from inference (dedicated)
         self.contracted = np.zeros(n, dtype=np.int64)  # GPUs sold on contracts, held for the customers
         self.contract_busy = np.zeros(n, dtype=np.float64)  # their busy GPU-equivalents (× usage)
+        self.cloud_rate = plan.cloud_usd_gpu_s.copy()  # the engine hands it the step clock's, where rents move
         self.depreciation_usd_s = np.zeros(n, dtype=np.float64)
         self.capex = np.zeros((plan.n_steps, n), dtype=np.float64)
         self.power_cap_kw = np.inf
@@ -175,6 +176,12 @@ class FleetState:
         """From now on ``gpus`` GPUs of ``pool`` are kept from inference for training."""
         self._before_change()
         self.training_floor[pool] = gpus
+
+    def set_rent(self, pool: int, usd_per_gpu_s: float) -> None:
+        """From now on the pool's GPUs rent at this rate (``cloud_rate``: the step clock's array)."""
+        self._before_change()
+        self.cloud_rate[pool] = usd_per_gpu_s
+        self._after_change()
 
     def hold_for_contract(self, pool: int, gpus: int, usage: float) -> None:
         """From now on ``gpus`` more GPUs of ``pool`` are held for a contract (fewer: released)."""

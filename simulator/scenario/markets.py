@@ -1,0 +1,68 @@
+"""Rental prices that move: each rented pool's rate as a path over calendar months.
+
+``markets.rent`` gives a pool (on-demand or spot) a rate per GPU-hour that changes at each
+calendar month's start and holds through the month; rent booked in a month is that month's
+rate × the GPU-hours billed. Two forms:
+
+- ``points``: from each date on, the rate given (any value may be uncertain, ``{dist: …}``);
+- ``process``: the log of the rate mean-reverts to ``log(long_run_usd)`` at ``reversion_per_year``
+  with ``volatility_per_year`` (an Ornstein–Uhlenbeck process, sampled exactly month to month),
+  plus jumps: ``jumps_per_year`` on average (Poisson), each adding a normal draw of mean
+  ``jump_mean`` and sd ``jump_sd`` to the log rate (0.15: +16%). The first month's rate is the
+  pool's ``usd_per_gpu_hour``. Drawn per path from a stream of the pool's own, so variants and
+  plan rounds see the same prices.
+
+Month to month, with a = exp(−κ/12), x_{m+1} = a·x_m + (1 − a)·θ + s·Z + Σ jumps, where
+s² = σ²(1 − a²)/(2κ) and the month's jumps are a Poisson(λ/12) count of N(μ_J, σ_J²) draws.
+Its stationary mean is θ + (λ/12)·μ_J / (1 − a) and variance (s² + (λ/12)(σ_J² + μ_J²)) / (1 − a²).
+For scale: users reported the H100 one-year rental rate going from $1.70 (Oct 2025) to $2.35
+(Mar 2026): mean-reverting with jumps rather than a steady decline. The defaults are assumptions to
+set per market.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, model_validator
+
+from simulator.scenario.types import Frozen, Instant, NonNegative, Positive
+
+
+class RentPoint(Frozen):
+    at: Instant
+    usd_per_gpu_hour: NonNegative
+
+
+class RentProcess(Frozen):
+    """A mean-reverting log rate with jumps (see the module's text)."""
+
+    long_run_usd: Positive = Field(description="The rate the process reverts to, per GPU-hour")
+    reversion_per_year: Annotated[float, Field(gt=0, le=50, allow_inf_nan=False)] = 1.0
+    volatility_per_year: Annotated[float, Field(ge=0, le=5, allow_inf_nan=False)] = 0.2
+    jumps_per_year: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 0.0
+    jump_mean: Annotated[float, Field(ge=-3, le=3, allow_inf_nan=False)] = 0.0
+    jump_sd: Annotated[float, Field(ge=0, le=3, allow_inf_nan=False)] = 0.0
+
+
+class RentMarket(Frozen):
+    """One rented pool's rate over time: ``points`` or a ``process``."""
+
+    pool: str
+    points: list[RentPoint] = Field(default_factory=list)
+    process: RentProcess | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> RentMarket:
+        if bool(self.points) == (self.process is not None):
+            raise ValueError("give points or a process, one of the two")
+        dates = [point.at for point in self.points]
+        if dates != sorted(dates) or len(set(dates)) != len(dates):
+            raise ValueError("points must be in increasing date order")
+        return self
+
+
+class Markets(Frozen):
+    """Prices that move over time."""
+
+    rent: list[RentMarket] = Field(default_factory=list, description="Rental rates of on-demand and spot pools")
