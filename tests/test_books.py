@@ -316,3 +316,26 @@ def test_the_report_shows_the_books_and_the_covenants(tmp_path):
                  "Covenant breached (any month)", "Covenant breach", "Contract book", "Deferred revenue"):
         assert line in html, line
     assert "100% of paths" in html  # 2026's quarters: every path breaches
+
+
+def test_options_compare_by_money_and_cash():
+    from simulator.report.headline import headline_figures
+
+    cheap = neocloud_case()
+    cheap["fleet"]["pools"][1]["orders"][0]["count"] = 64  # half the B200s
+    runs = {"full": run(neocloud_case(), paths=2), "half": run(cheap, paths=2)}
+    table = headline_figures({name: result.summary for name, result in runs.items()})
+    for name, result in runs.items():
+        pnl = result.pnl.sort_values(["path", "month"])
+        by_path = pnl.groupby("path")
+        assert table.loc[name, "capex_usd_p50"] == pytest.approx(np.median(by_path["capex_usd"].sum()), abs=CENT)
+        assert table.loc[name, "net_income_usd_p50"] == pytest.approx(np.median(by_path["net_income_usd"].sum()),
+                                                                       abs=CENT)
+        assert table.loc[name, "lowest_cash_usd_p50"] == pytest.approx(np.median(by_path["cash_balance_usd"].min()),
+                                                                        abs=CENT)
+        assert table.loc[name, "cash_end_usd_p50"] == pytest.approx(np.median(by_path["cash_balance_usd"].last()),
+                                                                     abs=CENT)
+        assert table.loc[name, "debt_end_usd_p50"] == pytest.approx(np.median(by_path["debt_balance_usd"].last()),
+                                                                     abs=CENT)
+    assert table.loc["half", "capex_usd_p50"] == pytest.approx(64 * PRICE)
+    assert table.loc["full", "capex_usd_p50"] == pytest.approx(128 * PRICE)

@@ -22,6 +22,13 @@ COMPARED = (
     ("cost_per_1m_tokens_usd_p50", ("quantiles", "cost_per_1m_tokens_usd", "p50")),
     ("utilization_p50", ("quantiles", "utilization_mean", "p50")),
     ("payback_month_p50", ("break_even", "payback_month", "p50")),
+    # By money and cash: what each option spends and leaves.
+    ("capex_usd_p50", ("books", "capex_usd", "p50")),
+    ("net_income_usd_p50", ("books", "net_income_usd", "p50")),
+    ("lowest_cash_usd_p10", ("cash", "lowest_balance_usd", "p10")),
+    ("lowest_cash_usd_p50", ("cash", "lowest_balance_usd", "p50")),
+    ("cash_end_usd_p50", ("books", "cash_end_usd", "p50")),
+    ("debt_end_usd_p50", ("books", "debt_end_usd", "p50")),
 )
 
 

@@ -19,6 +19,7 @@ from simulator import group_sums
 from simulator.economics.alerts import summarize_alerts
 from simulator.economics.statements import cash_figures
 from simulator.group_sums import group_codes
+from simulator.runs.books_summary import books_summary, covenant_summary
 from simulator.runs.intervals import mean_interval, quantile_rank_bounds, wilson_interval
 from simulator.runs.periods import LEVEL, periods_json
 from simulator.scenario import Scenario
@@ -166,9 +167,10 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
     if periods is not None:
         summary["periods"] = periods_json(periods)
     summary["cash"] = _cash_summary(pnl, scenario.financing.opening_cash_usd)
+    summary["books"] = books_summary(pnl, _quantiles)
     if any(facility.covenants.min_dscr is not None or facility.covenants.max_ltv is not None
            for facility in scenario.financing.facilities):
-        summary["covenants"] = covenant_summary(pnl)
+        summary["covenants"] = covenant_summary(pnl, _quantiles)
     return summary
 
 
@@ -199,30 +201,6 @@ def _cash_summary(pnl: pd.DataFrame, opening_usd: float) -> dict[str, Any]:
         "cash_out_month_extrapolated": {name: value for name, value in first_shortfall_quantiles(
             cash["cash_out_month_extrapolated"]).items() if name in QUANTILES},
     }
-
-
-def covenant_summary(pnl: pd.DataFrame, level: float = LEVEL) -> dict[str, Any]:
-    """Per quarter, the share of paths with a covenant breach in some month of it, with its
-    Wilson interval; over the horizon, the same, and the worst month's DSCR and highest LTVs."""
-    if not len(pnl) or "covenant_breach" not in pnl:
-        return {}
-    frame = pnl.assign(quarter=pnl["month"].dt.to_period("Q").dt.start_time)
-    by_quarter = frame.groupby(["quarter", "path"])["covenant_breach"].max().unstack("path")
-    paths = by_quarter.shape[1]
-    quarters = []
-    for quarter, row in by_quarter.iterrows():
-        breached = int((row > 0).sum())
-        quarters.append({"quarter": pd.Timestamp(quarter).strftime("%Y-%m-%d"), "probability": breached / paths,
-                         "probability_ci": [float(x) for x in wilson_interval(breached, paths, level)]})
-    any_path = frame.groupby("path")["covenant_breach"].max() > 0
-    worst_dscr = frame.groupby("path")["dscr"].min()
-    out = {"breach_by_quarter": quarters, "breach_probability": float(any_path.mean()),
-           "breach_probability_ci": [float(x) for x in wilson_interval(int(any_path.sum()), len(any_path), level)],
-           "worst_dscr": _quantiles(worst_dscr.dropna()) if worst_dscr.notna().any() else None}
-    for column in [c for c in pnl.columns if c.startswith("ltv_")]:
-        highest = frame.groupby("path")[column].max().replace(np.inf, np.nan)
-        out[f"highest_{column}"] = _quantiles(highest.dropna()) if highest.notna().any() else None
-    return out
 
 
 def input_quantiles(inputs: pd.DataFrame) -> dict[str, dict[str, float | None]]:
