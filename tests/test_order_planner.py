@@ -349,3 +349,15 @@ def test_plan_reports_each_stage_on_a_non_terminal(tmp_path):
     lines = [line for line in result.stderr.splitlines() if line.startswith("simulation ")]
     assert lines[0] == "simulation 1: the fleet as it stands (2 paths)"
     assert lines[-1].startswith(f"simulation {len(lines)}: fresh seeds")
+
+
+def test_the_plans_report_shows_its_orders_and_the_risk_per_period(tmp_path):
+    result = _cli(tmp_path, "--order", "a:4:64", "--paths", "2", "--out", str(tmp_path / "plan"), "-q")
+    assert result.exit_code == 0, result.output
+    document = json.loads((tmp_path / "plan" / "plan.json").read_text())
+    html = (tmp_path / "plan" / "report.html").read_text()
+    assert "Order plan" in html and "plan-orders-table" in html and "plan-periods-table" in html
+    order = document["orders"][0]
+    assert order["order_date"] in html and f"{order['count']:,}" in html
+    assert all(period["period"] in html for period in document["periods"])
+    assert document["power_blocked_gpus_peak"]["p90"] == 0.0  # no power cap: nothing waits

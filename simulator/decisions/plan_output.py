@@ -120,6 +120,7 @@ def plan_document(outcome: PlanOutcome) -> dict[str, Any]:
             "horizon_cost_usd_p50": float(outcome.results.summary["quantiles"]["cost_usd"]["p50"]),
         },
         "most_at_risk": periods[worst] if len(periods) else None,
+        "power_blocked_gpus_peak": _power_blocked(outcome),
         "periods": periods,
         "unreachable": outcome.unreachable,
         "candidates": [{"pool": c.pool, "tier": _TIER[c.kind], "step": c.step, "max": c.max,
@@ -135,12 +136,28 @@ def plan_document(outcome: PlanOutcome) -> dict[str, Any]:
     }
 
 
+def _power_blocked(outcome: PlanOutcome) -> dict[str, float] | None:
+    """P50 and P90 over the kept fresh-seed paths of the most GPUs delivered but waiting for site
+    power at once (None: no path kept)."""
+    series = outcome.results.timeseries
+    if not len(series) or "gpus_power_blocked" not in series:
+        return None
+    peaks = series.groupby("path")["gpus_power_blocked"].max()
+    return {"p50": float(np.quantile(peaks, 0.5)), "p90": float(np.quantile(peaks, 0.9)),
+            "paths": int(len(peaks))}
+
+
 def save_order_plan(directory: str | Path, outcome: PlanOutcome, report: bool = True) -> dict[str, Any]:
-    """Write the fresh-seed run of the plan with ``plan.json`` beside it, atomically."""
+    """Write the fresh-seed run of the plan with ``plan.json`` beside it, and its report (which
+    shows the orders and the risk per period), atomically."""
     document = plan_document(outcome)
     with staged_directory(Path(directory)) as staging:
-        outcome.results.write_files(staging, report=report)
+        outcome.results.write_files(staging, report=False)
         (staging / "plan.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        if report:
+            from simulator.report import render_report
+
+            render_report(staging, variants=False)
     return document
 
 

@@ -25,6 +25,7 @@ import pandas as pd
 from simulator.errors import RunConfigurationError
 from simulator.report.figures import run_figures
 from simulator.report.model_latency import latency_finding, model_latency_table
+from simulator.report.plan_tables import plan_summary, plan_tables
 from simulator.report.rundata import RunData, load_run
 from simulator.report.statements import (
     ATTRIBUTION,
@@ -130,6 +131,7 @@ def _page(run: RunData) -> tuple[str, dict[str, Chart]]:
         "unit_economics": unit_economics_table(run.unit_economics, run.summary),
         "comparison": comparison_table(run.comparison) if run.comparison is not None else None,
         "assumptions": assumptions_table(run.scenario),
+        **plan_tables(run.plan),
     }
     statements = statement_tables(run.statements, run.summary)
     findings = key_findings(run.summary)
@@ -153,6 +155,7 @@ def _page(run: RunData) -> tuple[str, dict[str, Chart]]:
         expected_tables=sum(table is not None for table in tables.values()) + len(statements),
         resolved_yaml=run.resolved_yaml,
         paths=f"{run.summary.get('paths', 0):,}",
+        plan_text=plan_summary(run.plan),
     )
     return html, charts
 

@@ -38,6 +38,8 @@ class RunData:
     #: Per (step, model, metric): each model's SLO attainment and unserved share over paths
     #: (``model_bands.parquet``; absent from runs of earlier versions).
     model_bands: pd.DataFrame | None = None
+    #: ``plan.json`` of an order plan's run (``fleetcast plan``), else None.
+    plan: dict[str, Any] | None = None
 
     @property
     def name(self) -> str:
@@ -112,7 +114,16 @@ def load_run(directory: str | Path) -> RunData:
         model_bands = model_bands.astype({"model": str, "metric": str})
     if statements is None and len(pnl) and {"path", "month", "revenue_usd", "gross_margin_usd"} <= set(pnl.columns):
         statements = rolled_up(pnl)
-    return RunData(directory, summary, bands, pnl, resolved, scenario, comparison, statements, unit, model_bands)
+    plan = None
+    if (directory / "plan.json").is_file():
+        try:
+            plan = json.loads((directory / "plan.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise RunConfigurationError(f"{directory}: cannot read plan.json ({exc})") from None
+        if not isinstance(plan, dict) or not isinstance(plan.get("target"), dict):
+            raise RunConfigurationError(f"{directory}: plan.json is not a plan this version of Fleetcast reads")
+    return RunData(directory, summary, bands, pnl, resolved, scenario, comparison, statements, unit, model_bands,
+                   plan)
 
 
 #: What the reports read of a run's files (a file of another shape is refused, not half-read).
