@@ -269,7 +269,7 @@ def test_bad_orders_exit_2_with_one_line(tmp_path, args, message):
     assert not out.exists()
 
 
-def test_a_spot_or_autoscaled_pool_cannot_be_ordered_for():
+def test_a_spot_pool_cannot_be_ordered_for():
     data = _scenario()
     data["fleet"]["pools"].append({"name": "s", "gpu": "H100", "count": 0,
                                    "acquisition": {"type": "spot", "usd_per_gpu_hour": 1.0}})
@@ -361,3 +361,26 @@ def test_the_plans_report_shows_its_orders_and_the_risk_per_period(tmp_path):
     assert order["order_date"] in html and f"{order['count']:,}" in html
     assert all(period["period"] in html for period in document["periods"])
     assert document["power_blocked_gpus_peak"]["p90"] == 0.0  # no power cap: nothing waits
+
+
+def test_a_burst_pool_is_chosen_over_monthly_rentals_for_a_short_peak():
+    # 12 GPUs needed for five days (March 10–14) only. A month's rental of 12 GPUs at $5/GPU-hour
+    # costs 12 × 31 × 24 × $5 = $44,640; an autoscaled pool at $8/GPU-hour rents them only on the
+    # days needed: 12 × 5 × 24 × $8 = $11,520. The plan caps the burst pool at the 12 GPUs and
+    # rents nothing by the month; on fresh seeds nothing runs short.
+    data = _scenario(step_at="2026-03-10", duration="120d", until="2026-03-15")
+    data["fleet"]["pools"] += [
+        {"name": "monthly", "gpu": "H100", "count": 0, "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 5.0}},
+        {"name": "burst", "gpu": "H100", "count": 0,
+         "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 8.0, "min_count": 0, "max_count": 64,
+                         "autoscale": {"policy": "predictive", "target_utilization": 1.0}}}]
+    data["models"][0]["pools"] = ["a", "monthly", "burst"]
+    outcome = _plan(data, [{"pool": "monthly", "step": 4, "max": 16}, {"pool": "burst", "step": 4, "max": 64}])
+    document = plan_document(outcome)
+    assert [(o["pool"], o["tier"], o["count"]) for o in document["orders"]] == [("burst", "burst", 12)]
+    assert document["orders"][0]["cost_usd"] == pytest.approx(12 * 5 * 24 * 8.0)
+    assert document["target_met"] and outcome.fresh.risk.max() == 0.0
+    rented = outcome.results.summary["quantiles"]["cost_cloud_usd"]["p50"] if "cost_cloud_usd" in \
+        outcome.results.summary["quantiles"] else None
+    if rented is not None:
+        assert rented <= 12 * 5 * 24 * 8.0 * 1.05  # the autoscaler rents about what the plan expected

@@ -238,12 +238,26 @@ def _dated(scenario: Scenario, grid: Grid, candidates: list[Candidate], schedule
 
 
 def without_procurement(scenario: Scenario, settings: PlanSettings) -> Scenario:
-    """The planner's orders replace the procurement policy of the pools it orders for."""
+    """The planner's orders replace the procurement policy of the pools it orders for, and a
+    burst pool it plans starts capped at its ``min_count`` (the plan sets its cap)."""
     planned = {candidate.pool for candidate in settings.orders}
-    if not any(pool.procurement is not None and pool.name in planned for pool in scenario.fleet.pools):
+
+    def planned_pool(pool):
+        if pool.name not in planned:
+            return pool
+        update: dict[str, Any] = {"procurement": None}
+        acquisition = pool.acquisition
+        if acquisition.type == "on_demand" and acquisition.autoscale is not None:
+            floor = acquisition.min_count or 0
+            update["acquisition"] = acquisition.model_copy(
+                update={"max_count": floor} if floor else {"autoscale": None, "max_count": None, "min_count": None})
+            if not floor:
+                update["count"] = 0
+        return pool.model_copy(update=update)
+
+    pools = [planned_pool(pool) for pool in scenario.fleet.pools]
+    if all(new is old for new, old in zip(pools, scenario.fleet.pools, strict=True)):
         return scenario
-    pools = [pool.model_copy(update={"procurement": None}) if pool.name in planned else pool
-             for pool in scenario.fleet.pools]
     return scenario.model_copy(update={"fleet": scenario.fleet.model_copy(update={"pools": pools})})
 
 

@@ -8,7 +8,10 @@ purchases, reserved commitments, on-demand rentals), choose whole orders:
 - ``x[c, mo]``: ``step``-GPU rentals held through calendar month ``mo`` (on-demand);
 - ``y[c, m, t]`` ≥ 0: candidate ``c``'s GPUs given to model ``m`` in slot ``t`` (a pool may
   serve several models; one of its GPUs counts ``eff[c, m]`` GPUs of the model's need);
-- ``s[m, t]`` ≥ 0: need left uncovered.
+- ``s[m, t]`` ≥ 0: need left uncovered;
+- for an autoscaled on-demand pool (a *burst* candidate), ``x[c]``: its cap in ``step``-GPU
+  units, free; its ``y`` are paid, the rent of each GPU-slot given (the autoscaler rents what
+  the need asks for, by the hour: a daily slot is charged whole, an upper bound).
 
 An owned order placed at ``d`` is in service from ``d + lead + slip quantile`` (the quantile
 at the risk the slot's period allows for delivery); a reservation from ``d + lead`` to the end
@@ -30,7 +33,7 @@ and its facility and energy while installed; a reservation's whole term; a renta
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
@@ -44,7 +47,7 @@ class Candidate:
     """One pool the planner may order for (see :mod:`simulator.scenario.plan`)."""
 
     pool: str
-    kind: str  # "owned" | "reserved" | "on_demand"
+    kind: str  # "owned" | "reserved" | "on_demand" | "burst" (an autoscaled on-demand pool)
     step: int
     max: int
     lead_s: float
@@ -55,6 +58,8 @@ class Candidate:
     reserve_end_s: np.ndarray | None = None  # reserved: end of a term starting at each review date + lead
     life_s: float = np.inf  # owned: straight-line depreciation life
     market: object | None = None  # owned: the GPU's resale curve (a MarketValue; None: worth nothing at the end)
+    acquisition: object | None = None  # burst: the pool's own terms (its autoscaler), restored with the planned cap
+    start_count: int = 0  # burst: the pool's own starting count
 
     def slip_quantile(self, q: float) -> float:
         return 0.0 if self.slip is None else float(self.slip.quantile(q))
@@ -87,6 +92,7 @@ class Schedule:
     cost_usd: float
     uncovered: np.ndarray  # (models, slots): need left uncovered
     status: str
+    burst_usd: dict[str, float] = field(default_factory=dict)  # a burst pool's expected rent, by pool
 
     def gpus(self, candidate: Candidate) -> int:
         return sum(n for _, n in self.orders.get(candidate.pool, [])) * candidate.step
@@ -97,6 +103,8 @@ def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_lev
     """The candidate's order variables: their index (review date or month), their cost per
     order, and a boolean (variables, slots) of when each is in service, for ``slots``."""
     starts, ends = grid.slot_start_s[slots], grid.slot_end_s[slots]
+    if candidate.kind == "burst":  # one variable: its cap (GPUs in steps), free; the GPU-slots used are paid
+        return np.zeros(1, dtype=np.int64), np.zeros(1), np.ones((1, len(slots)), dtype=bool)
     if candidate.kind == "on_demand":
         months = np.arange(len(grid.month_start_s))
         begin = np.maximum(grid.month_start_s, candidate.lead_s)
@@ -155,10 +163,15 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
                        dtype=np.int64)
         order_vars.append((ids, index, cost, serving))
     y = {}
+    slot_s = grid.slot_end_s[slots] - grid.slot_start_s[slots]
     for c, candidate in enumerate(candidates):
+        # A burst pool rents only the GPU-slots it gives (the autoscaler follows the need): each costs
+        # its rent over the slot; other candidates' GPUs are paid by their orders.
+        rent = candidate.usd_per_gpu_s * slot_s if candidate.kind == "burst" else np.zeros(n_t)
         for m in needing:
             if candidate.eff[m] > 0:
-                y[c, m] = np.array([add_var("y", c, (m, t), 0.0, np.inf, False) for t in range(n_t)], dtype=np.int64)
+                y[c, m] = np.array([add_var("y", c, (m, t), float(rent[t]), np.inf, False) for t in range(n_t)],
+                                   dtype=np.int64)
     slack = {m: np.array([add_var("slack", -1, (m, t), 0.0, np.inf, False) for t in range(n_t)], dtype=np.int64)
              for m in needing}
     # Coverage of each model's need.
@@ -223,7 +236,17 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
             m, t = payload
             uncovered[m, slots[t]] = max(0.0, float(result.x[position]))
     spent = float(sum(cost_vec[i] * x[i] for i, (kind, _, _) in enumerate(columns) if kind == "order"))
-    return Schedule({pool: sorted(v) for pool, v in chosen.items()}, spent, uncovered, result.message)
+    burst = {candidates[c].pool: 0.0 for c in range(len(candidates)) if candidates[c].kind == "burst"}
+    for position, (kind, c, _) in enumerate(columns):
+        if kind == "y" and candidates[c].kind == "burst":
+            burst[candidates[c].pool] += float(cost_vec[position] * max(result.x[position], 0.0))
+    for c, candidate in enumerate(candidates):  # a burst pool's cap: the most it gives in a slot (its cap is free)
+        if candidate.kind == "burst":
+            given = sum((np.maximum(result.x[y[c, m]], 0.0) for m in needing if (c, m) in y), np.zeros(n_t))
+            orders = int(np.ceil(float(given.max(initial=0.0)) / candidate.step - _EPS))
+            chosen[candidate.pool] = [(0, orders)] if orders > 0 else []
+    return Schedule({pool: sorted(v) for pool, v in chosen.items()}, spent + sum(burst.values()), uncovered,
+                    result.message, burst)
 
 
 __all__ = ["Candidate", "Grid", "Schedule", "cheapest_schedule", "in_service"]

@@ -17,7 +17,7 @@ from simulator.decisions.order_schedule import Candidate
 from simulator.output import staged_directory
 from simulator.units import format_duration
 
-_TIER = {"owned": "buy", "reserved": "reserve", "on_demand": "rent"}
+_TIER = {"owned": "buy", "reserved": "reserve", "on_demand": "rent", "burst": "burst"}
 
 
 def order_rows(outcome: PlanOutcome) -> list[dict[str, Any]]:
@@ -54,6 +54,13 @@ def order_rows(outcome: PlanOutcome) -> list[dict[str, Any]]:
                              "cost_usd": count * c.usd_per_gpu_s * (end - begin),
                              "value_left_usd": count * c.usd_per_gpu_s * max(end - max(begin, horizon_s), 0.0),
                              "market_value_at_end_usd": 0.0})
+        elif c.kind == "burst":
+            cap = sum(n for _, n in chosen) * c.step
+            if cap:  # rented by the hour as the need asks, up to the cap: its expected rent, not a commitment
+                rows.append({**base, "count": cap, "order_date": day(0.0),
+                             "in_service": {"from": day(0.0), "until": day(horizon_s)},
+                             "cost_usd": float(outcome.schedule.burst_usd.get(c.pool, 0.0)),
+                             "value_left_usd": 0.0, "market_value_at_end_usd": 0.0})
         else:
             rows.extend(_rental_rows(c, outcome, base, day))
     return sorted(rows, key=lambda row: (row["order_date"], row["pool"]))

@@ -57,11 +57,13 @@ def candidates_of(scenario: Scenario, compiled: CompiledScenario, orders: list[O
             horizon = scenario.horizon
             begins = [horizon.start + pd.Timedelta(seconds=float(s) + lead) for s in order_s]
             reserve_end = np.array([(acquisition.term.end_from(b) - horizon.start).total_seconds() for b in begins])
+        kind = "burst" if acquisition.type == "on_demand" and acquisition.autoscale is not None else acquisition.type
         out.append(Candidate(
-            pool=spec.pool, kind=acquisition.type, step=spec.step, max=spec.max, lead_s=float(lead), slip=slip,
+            pool=spec.pool, kind=kind, step=spec.step, max=spec.max, lead_s=float(lead), slip=slip,
             eff=eff, price_usd=float(compiled.price_usd[i]) if acquisition.type == "owned" else 0.0,
             usd_per_gpu_s=float(hold), reserve_end_s=reserve_end, life_s=float(compiled.life_s[i]),
-            market=scenario.market_value.get(pool.gpu) if acquisition.type == "owned" else None))
+            market=scenario.market_value.get(pool.gpu) if acquisition.type == "owned" else None,
+            acquisition=acquisition if kind == "burst" else None, start_count=int(pool.count)))
     return out
 
 
@@ -158,7 +160,7 @@ def apply_schedule(scenario: Scenario, candidates: list[Candidate], grid: Grid, 
     """The scenario with the schedule's orders in it: owned purchases as pool ``orders``,
     reservations as new reserved pools (the pool's GPU, price, term and failures, without its
     training settings, listed after it wherever it is listed), rentals as dated ``changes`` of
-    the on-demand pool."""
+    the on-demand pool, a burst pool's cap as its autoscaler's ``max_count``."""
     data = scenario.model_dump(mode="json")
     data["variants"] = {}
     pools = data["fleet"]["pools"]
@@ -171,6 +173,15 @@ def apply_schedule(scenario: Scenario, candidates: list[Candidate], grid: Grid, 
                 order = Order(at=at(scenario, grid.order_s[date]), count=n * candidate.step,
                               lead_time=Seconds(candidate.lead_s), slip=candidate.slip)
                 pool.setdefault("orders", []).append(order.model_dump(mode="json", exclude_none=True))
+        elif candidate.kind == "burst":  # its own autoscaler, renting up to the planned cap
+            own = candidate.acquisition
+            cap = max(sum(n for _, n in chosen) * candidate.step, int(own.min_count or 0))
+            if cap:
+                pool["acquisition"] = {**own.model_dump(mode="json"), "max_count": cap}
+                pool["count"] = min(candidate.start_count, cap)
+            else:  # not used: no autoscaler (one may not be capped below a node), nothing rented
+                pool["acquisition"].update(autoscale=None, max_count=None, min_count=None)
+                pool["count"] = 0
         elif candidate.kind == "reserved":
             for k, (date, n) in enumerate(chosen):
                 _add_reservation(data, pool, f"{candidate.pool}+{k + 1}", n * candidate.step,

@@ -262,5 +262,5 @@ def _trailing_ratio(numerator: np.ndarray, denominator: np.ndarray, months: int)
     the denominator is zero."""
     top = np.convolve(numerator, np.ones(months))[: len(numerator)]
     bottom = np.convolve(denominator, np.ones(months))[: len(denominator)]
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         return np.where(bottom > 0, top / np.where(bottom > 0, bottom, 1.0), np.nan)

@@ -120,8 +120,8 @@ def load_run(directory: str | Path) -> RunData:
             plan = json.loads((directory / "plan.json").read_text())
         except (OSError, ValueError) as exc:
             raise RunConfigurationError(f"{directory}: cannot read plan.json ({exc})") from None
-        if not isinstance(plan, dict) or not isinstance(plan.get("target"), dict):
-            raise RunConfigurationError(f"{directory}: plan.json is not a plan this version of Fleetcast reads")
+        if not (isinstance(plan, dict) and isinstance(plan.get("target"), dict) and isinstance(plan.get("orders"), list)):
+            plan = None  # a capacity plan (fleetcast plan without orders) writes its own plan.json: not shown here
     return RunData(directory, summary, bands, pnl, resolved, scenario, comparison, statements, unit, model_bands,
                    plan)
 

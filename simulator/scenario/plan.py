@@ -83,9 +83,6 @@ def check_plan_orders(orders: list[OrderCandidate], pools: list, where: tuple = 
         if kind == "spot":
             raise ScenarioError((*where, index, "pool"),
                                 f"{candidate.pool!r} is a spot pool: spot capacity cannot be ordered")
-        if kind == "on_demand" and pool.acquisition.autoscale is not None:
-            raise ScenarioError((*where, index, "pool"),
-                                f"{candidate.pool!r} is autoscaled: plan its min_count/max_count instead")
         if kind != "owned" and candidate.slip is not None:
             raise ScenarioError((*where, index, "slip"),
                                 f"only purchases slip: a {kind.replace('_', '-')} pool's GPUs start on their date")
