@@ -384,3 +384,24 @@ def test_a_burst_pool_is_chosen_over_monthly_rentals_for_a_short_peak():
         outcome.results.summary["quantiles"] else None
     if rented is not None:
         assert rented <= 12 * 5 * 24 * 8.0 * 1.05  # the autoscaler rents about what the plan expected
+
+
+def test_a_plan_never_orders_more_gpus_than_the_site_can_power():
+    # 8 H100s run under a site cap; the need from day 150 is 20 more GPUs (28 req/s at 1 each).
+    # The cap leaves room for 17.5 more GPUs' site power: in orders of 4, 16 fit and 20 do not,
+    # so the plan orders 16 and names the power cap for the period it cannot protect.
+    data = _scenario()
+    data["models"][0]["demand"]["growth"]["points"][-1]["rps"] = 28
+    kw = simulator.load_scenario(data).site_kw_per_gpu("H100")  # TDP × server factor × PUE
+    cap_kw = (8 + 17.5) * kw
+    data["power"] = {"caps": [{"at": "2026-01-01", "mw": cap_kw / 1000}]}
+    outcome = _plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"}])
+    document = plan_document(outcome)
+    assert sum(o["count"] for o in document["orders"]) == 16
+    assert not document["target_met"]
+    assert any("power cap" in row["reason"] for row in document["unreachable"])
+    blocked = outcome.results.timeseries["gpus_power_blocked"]
+    assert blocked.max() == 0  # every GPU ordered is powered
+    del data["power"]  # without the cap the same need is met with 20
+    uncapped = plan_document(_plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"}]))
+    assert sum(o["count"] for o in uncapped["orders"]) == 20 and uncapped["target_met"]

@@ -47,6 +47,7 @@ from simulator.decisions.plan_setup import (
     candidates_of,
     period_starts,
     planning_grid,
+    power_headroom,
 )
 from simulator.path.compiled import compile_scenario
 from simulator.runs.intervals import wilson_interval
@@ -114,6 +115,7 @@ class PlanOutcome:
     unreachable: list[dict[str, str]]
     rounds: list[dict[str, Any]] = field(default_factory=list)
     simulations: int = 0
+    power_headroom_kw: np.ndarray | None = None  # per slot: site power the fleet as it stands leaves free
 
     @property
     def missed(self) -> np.ndarray:
@@ -166,7 +168,8 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
         return simulate(planned, paths=paths, seed=run_seed, executor=executor, workers=workers, progress=report,
                         keep_paths=keep, need=need)
 
-    baseline_run = run(base, "the fleet as it stands", seed, need=True)
+    baseline_run = run(base, "the fleet as it stands", seed, need=True, keep=min(n, 4))
+    headroom = power_headroom(baseline_run, compile_scenario(base), grid)
     need = baseline_run.need
     baseline = PeriodRisk.of(period_shorts(baseline_run, settings.target.per, labels))
     rounds: list[dict[str, Any]] = []
@@ -178,7 +181,8 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
         return Trial(need_q + extra, 1.0 - np.clip(allowance - demand_risk, 0.5 / n, 1.0), allowance, extra)
 
     def confirm(trial: Trial, label: str) -> Trial | None:
-        trial.schedule = cheapest_schedule(candidates, grid, trial.need_q, trial.delivery, settings.budget_usd)
+        trial.schedule = cheapest_schedule(candidates, grid, trial.need_q, trial.delivery, settings.budget_usd,
+                                           power_headroom_kw=headroom)
         key = repr(sorted(trial.schedule.orders.items()))
         if key in seen:
             return None  # a plan already confirmed
@@ -221,7 +225,7 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
         scenario=planned, settings=settings, candidates=candidates, grid=grid, labels=labels,
         starts=period_starts(base, settings.target.per, labels), schedule=schedule, paths=n, seed=seed,
         fresh_seed=fresh_seed, baseline=baseline, search=search, fresh=fresh, results=results, unreachable=[],
-        rounds=rounds, simulations=count[0])
+        rounds=rounds, simulations=count[0], power_headroom_kw=headroom)
     outcome.unreachable = unreachable_periods(outcome, base, need)
     return outcome
 
@@ -344,6 +348,14 @@ def _why(outcome: PlanOutcome, base: Scenario, m: int, slots: np.ndarray) -> str
         if earliest > start + 1e-6:
             when = (base.horizon.start + pd.Timedelta(seconds=earliest)).strftime("%Y-%m-%d")
             return f"nothing ordered at the start can be in service before {when} ({pool})"
+        room = outcome.power_headroom_kw
+        slot = slots[int(np.flatnonzero(uncovered)[0])]
+        powered = [c for c in serving if c.kind == "owned" and c.kw_per_gpu > 0]
+        if room is not None and np.isfinite(room[slot]) and powered:
+            planned_kw = sum(c.kw_per_gpu * schedule.gpus(c) for c in powered)
+            if room[slot] - planned_kw < min(c.kw_per_gpu * c.step for c in powered):
+                return (f"the site's power cap: {room[slot]:,.0f} kW free then for new GPUs, "
+                        f"{planned_kw:,.0f} kW of them planned")
         budget = outcome.settings.budget_usd
         if budget is not None and budget - schedule.cost_usd < min(_one_order_usd(c, grid) for c in serving):
             return f"the budget (${budget:,.0f}) is spent"

@@ -21,6 +21,7 @@ of its term; a rental in its month (from ``lead`` in the first). Subject to
     Σ_m y[c, m, t] ≤ step_c · Σ (orders of c in service at t)   every candidate and slot
     Σ_d x[c, d] ≤ max_c / step_c  (owned, reserved);  x[c, mo] ≤ max_c / step_c  (rentals)
     Σ cost · x ≤ budget                                           when a budget is given
+    Σ kW_c · step_c · (owned orders of c in service at t) ≤ headroom[t]   under a site power cap
 
 the program is solved twice: first for the least uncovered need (``Σ s``: zero when the need
 can be met), then for the least cost keeping that coverage. So the result is the exact optimum
@@ -60,6 +61,7 @@ class Candidate:
     market: object | None = None  # owned: the GPU's resale curve (a MarketValue; None: worth nothing at the end)
     acquisition: object | None = None  # burst: the pool's own terms (its autoscaler), restored with the planned cap
     start_count: int = 0  # burst: the pool's own starting count
+    kw_per_gpu: float = 0.0  # owned: site power per GPU (TDP × server factor × PUE), against the power cap
 
     def slip_quantile(self, q: float) -> float:
         return 0.0 if self.slip is None else float(self.slip.quantile(q))
@@ -131,10 +133,12 @@ def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_lev
 
 
 def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray, delivery_level: np.ndarray,
-                      budget_usd: float | None = None, time_limit_s: float = 60.0) -> Schedule:
+                      budget_usd: float | None = None, time_limit_s: float = 60.0,
+                      power_headroom_kw: np.ndarray | None = None) -> Schedule:
     """The cheapest whole-order schedule covering ``need`` ``(models, slots)`` as far as it can
     be covered (see the module docstring). ``delivery_level[p]``: the slip quantile that
-    times deliveries for slots of period ``p``."""
+    times deliveries for slots of period ``p``. ``power_headroom_kw`` (per slot): the site power
+    the fleet as it stands leaves free; owned orders in service in a slot must fit it."""
     n_models, _ = need.shape
     slots = np.flatnonzero((need > _EPS).any(axis=0))
     uncovered = np.zeros_like(need, dtype=np.float64)
@@ -205,6 +209,20 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
         if candidate.kind != "on_demand" and len(ids):
             rows.extend([n_rows] * len(ids)), cols.extend(ids.tolist()), vals.extend([1.0] * len(ids))
             lower_b.append(-np.inf), upper_b.append(float(candidate.max // candidate.step))
+            n_rows += 1
+    # Owned orders in service fit the site's power left free (where a cap is set).
+    if power_headroom_kw is not None:
+        powered = [(c, candidate) for c, candidate in enumerate(candidates) if candidate.kw_per_gpu > 0]
+        for t in range(n_t):
+            room = float(power_headroom_kw[slots[t]])
+            if not np.isfinite(room) or not powered:
+                continue
+            for c, candidate in powered:
+                ids, _, _, serving = order_vars[c]
+                active = ids[serving[:, t]]
+                rows.extend([n_rows] * len(active)), cols.extend(active.tolist())
+                vals.extend([candidate.kw_per_gpu * candidate.step] * len(active))
+            lower_b.append(-np.inf), upper_b.append(max(room, 0.0))
             n_rows += 1
     cost_vec = np.array(costs)
     if budget_usd is not None:

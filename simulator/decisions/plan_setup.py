@@ -63,7 +63,8 @@ def candidates_of(scenario: Scenario, compiled: CompiledScenario, orders: list[O
             eff=eff, price_usd=float(compiled.price_usd[i]) if acquisition.type == "owned" else 0.0,
             usd_per_gpu_s=float(hold), reserve_end_s=reserve_end, life_s=float(compiled.life_s[i]),
             market=scenario.market_value.get(pool.gpu) if acquisition.type == "owned" else None,
-            acquisition=acquisition if kind == "burst" else None, start_count=int(pool.count)))
+            acquisition=acquisition if kind == "burst" else None, start_count=int(pool.count),
+            kw_per_gpu=float(compiled.pools[i].site_kw_per_gpu) if acquisition.type == "owned" else 0.0))
     return out
 
 
@@ -224,3 +225,26 @@ def _add_rentals(scenario: Scenario, pool: dict[str, Any], candidate: Candidate,
 
 
 __all__ = ["apply_schedule", "at", "candidates_of", "period_starts", "planning_grid", "review_dates"]
+
+
+def power_headroom(results, compiled: CompiledScenario, grid: Grid) -> np.ndarray | None:
+    """Per planning slot, the site power (kW) the fleet as it stands leaves under the cap: the cap
+    less the owned GPUs installed or waiting for power, the least over the slot's steps, the most
+    over the kept paths (None: no cap)."""
+    if not compiled.power_caps:
+        return None
+    step_s, n = compiled.step_s, compiled.n_steps
+    times = np.arange(n) * step_s
+    cap = np.full(n, np.inf)
+    for at_s, kw in compiled.power_caps:
+        cap[times >= at_s - 1e-9] = kw
+    pools = results.pools
+    kw_of = {name: compiled.pools[i].site_kw_per_gpu for i, name in enumerate(compiled.pool_names)}
+    load = (pools["gpus_installed"] + pools["gpus_power_blocked"]) * pools["pool"].astype(str).map(kw_of)
+    per_step = load.groupby([pools["path"], pools["time"]]).sum().groupby(level=0).apply(lambda s: s.to_numpy())
+    used = np.max(np.stack(list(per_step)), axis=0) if len(per_step) else np.zeros(n)
+    free = cap - used[:n]
+    slot = np.searchsorted(grid.slot_start_s, times, side="right") - 1
+    out = np.full(len(grid.slot_start_s), np.inf)
+    np.minimum.at(out, np.clip(slot, 0, len(out) - 1), free)
+    return out
