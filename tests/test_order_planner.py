@@ -405,3 +405,25 @@ def test_a_plan_never_orders_more_gpus_than_the_site_can_power():
     del data["power"]  # without the cap the same need is met with 20
     uncapped = plan_document(_plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"}]))
     assert sum(o["count"] for o in uncapped["orders"]) == 20 and uncapped["target_met"]
+
+
+def test_a_plan_keeps_cash_above_its_floor_and_names_what_it_cannot_afford():
+    # The fleet as it stands opens with $640,000 and pays $240,000 for its 8 GPUs at the start,
+    # then spends nothing (free energy and facility, no revenue, no opex): month-end cash is
+    # $400,000 on every path. The need is 12 GPUs at
+    # $30,000 each ($360,000). A floor of $100,000 leaves $300,000: 10 GPUs' worth, so in orders
+    # of 4 the plan buys 8 and names cash for the period it cannot protect; a floor of $0 buys 12.
+    data = _scenario()
+    data["financing"] = {"opening_cash_usd": 640_000}
+    orders = [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"}]
+
+    def plan(floor):
+        settings = PlanSettings(orders=orders, target={"probability": 0.1}, paths=2, review_every="1d",
+                                cash_floor_usd=floor)
+        return plan_document(plan_orders(simulator.load_scenario(data), settings, workers=1))
+
+    tight = plan(100_000)
+    assert sum(o["count"] for o in tight["orders"]) == 8 and not tight["target_met"]
+    assert any("cash" in row["reason"] for row in tight["unreachable"])
+    loose = plan(0)
+    assert sum(o["count"] for o in loose["orders"]) == 12 and loose["target_met"]

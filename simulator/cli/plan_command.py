@@ -23,6 +23,9 @@ from simulator.cli.app import SET_HELP, PathCount, console, main, safe_dir_name
 @click.option("--per", type=click.Choice(["month", "quarter", "horizon"]),
               help="The period the target holds in (default: plan.target.per, month).")
 @click.option("--budget", "budget_usd", type=click.FloatRange(min=0), help="Most the orders may commit, USD.")
+@click.option("--cash-floor", "cash_floor_usd", type=float,
+              help="Keep month-end cash at least this, USD (on the P10 path of the fleet as it stands, less what "
+              "the orders pay).")
 @click.option("--review-every", "review_every", metavar="DURATION",
               help="Order dates: every DURATION from the start (default: plan.review_every, 7d).")
 @click.option("--action", "actions", multiple=True, metavar="NAME=POOL@DATE:STEP:MAX",
@@ -36,8 +39,8 @@ from simulator.cli.app import SET_HELP, PathCount, console, main, safe_dir_name
 @click.option("--no-report", is_flag=True, help="Skip report.html and plots/ of the plan's run.")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-def plan_command(scenario: Path, orders, target, per, budget_usd, review_every, actions, out, paths, seed, workers,
-                 no_report: bool, overrides, quiet: bool) -> None:
+def plan_command(scenario: Path, orders, target, per, budget_usd, cash_floor_usd, review_every, actions, out, paths,
+                 seed, workers, no_report: bool, overrides, quiet: bool) -> None:
     """Plan the orders that keep the risk of running short at or below a target in every period."""
     from simulator.output import check_output_directory
     from simulator.scenario import ScenarioError
@@ -46,7 +49,7 @@ def plan_command(scenario: Path, orders, target, per, budget_usd, review_every, 
     base = load_scenario(scenario, overrides)
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-plan"
     if actions:
-        if orders or per or budget_usd is not None or review_every:
+        if orders or per or budget_usd is not None or cash_floor_usd is not None or review_every:
             raise ScenarioError((), "--action plans dated additions on their own: drop --order, --per, --budget "
                                 "and --review-every, or plan orders without --action")
         check_output_directory(directory, inputs=[scenario])
@@ -58,7 +61,7 @@ def plan_command(scenario: Path, orders, target, per, budget_usd, review_every, 
     from simulator.decisions.runner import stage_progress_bar
 
     settings = plan_settings(base, orders, target=target, per=per, budget_usd=budget_usd,
-                             review_every=review_every, paths=paths)
+                             cash_floor_usd=cash_floor_usd, review_every=review_every, paths=paths)
     if not settings.orders:
         raise ScenarioError(("plan", "orders"), "nothing to plan: give --order POOL:STEP:MAX or a plan: section")
     check_output_directory(directory, inputs=[scenario])

@@ -116,6 +116,7 @@ class PlanOutcome:
     rounds: list[dict[str, Any]] = field(default_factory=list)
     simulations: int = 0
     power_headroom_kw: np.ndarray | None = None  # per slot: site power the fleet as it stands leaves free
+    cash_room_usd: np.ndarray | None = None  # per month: what orders may have paid by its end (cash floor)
 
     @property
     def missed(self) -> np.ndarray:
@@ -170,6 +171,7 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
 
     baseline_run = run(base, "the fleet as it stands", seed, need=True, keep=min(n, 4))
     headroom = power_headroom(baseline_run, compile_scenario(base), grid)
+    cash_room = cash_room_by_month(baseline_run, base, grid, settings)
     need = baseline_run.need
     baseline = PeriodRisk.of(period_shorts(baseline_run, settings.target.per, labels))
     rounds: list[dict[str, Any]] = []
@@ -182,7 +184,7 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
 
     def confirm(trial: Trial, label: str) -> Trial | None:
         trial.schedule = cheapest_schedule(candidates, grid, trial.need_q, trial.delivery, settings.budget_usd,
-                                           power_headroom_kw=headroom)
+                                           power_headroom_kw=headroom, cash_room_usd=cash_room)
         key = repr(sorted(trial.schedule.orders.items()))
         if key in seen:
             return None  # a plan already confirmed
@@ -225,7 +227,7 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
         scenario=planned, settings=settings, candidates=candidates, grid=grid, labels=labels,
         starts=period_starts(base, settings.target.per, labels), schedule=schedule, paths=n, seed=seed,
         fresh_seed=fresh_seed, baseline=baseline, search=search, fresh=fresh, results=results, unreachable=[],
-        rounds=rounds, simulations=count[0], power_headroom_kw=headroom)
+        rounds=rounds, simulations=count[0], power_headroom_kw=headroom, cash_room_usd=cash_room)
     outcome.unreachable = unreachable_periods(outcome, base, need)
     return outcome
 
@@ -318,6 +320,21 @@ def _cover(block: np.ndarray, q: float) -> tuple[float, np.ndarray]:
     return float((block <= level[None] + 1e-9).all(axis=(1, 2)).mean()), level
 
 
+def cash_room_by_month(results: Results, scenario: Scenario, grid: Grid, settings: PlanSettings) -> np.ndarray | None:
+    """Per calendar month of the grid: the fleet as it stands' month-end cash at the settings'
+    path quantile, less the floor (None without a floor)."""
+    if settings.cash_floor_usd is None:
+        return None
+    pnl = results.pnl
+    cash = pnl.groupby("month")["cash_balance_usd"].quantile(settings.cash_quantile)
+    months = pd.DatetimeIndex([(scenario.horizon.start + pd.Timedelta(seconds=float(s))).to_period("M").start_time
+                               for s in grid.month_start_s])
+    by_month = cash.reindex(months).ffill().bfill().to_numpy(dtype=np.float64)
+    # Paying by month k lowers every later balance too: the room by k is the least ahead of it.
+    room = np.minimum.accumulate((by_month - settings.cash_floor_usd)[::-1])[::-1]
+    return room
+
+
 def unreachable_periods(outcome: PlanOutcome, base: Scenario, need: np.ndarray) -> list[dict[str, str]]:
     """Each period still above the target on the confirmation paths, and why (per model short)."""
     out = []
@@ -356,6 +373,14 @@ def _why(outcome: PlanOutcome, base: Scenario, m: int, slots: np.ndarray) -> str
             if room[slot] - planned_kw < min(c.kw_per_gpu * c.step for c in powered):
                 return (f"the site's power cap: {room[slot]:,.0f} kW free then for new GPUs, "
                         f"{planned_kw:,.0f} kW of them planned")
+        cash = outcome.cash_room_usd
+        if cash is not None:
+            month = int(grid.month_of_slot[slot])
+            if cash[month] < schedule.cost_usd + min(_one_order_usd(c, grid) for c in serving):
+                floor = outcome.settings.cash_floor_usd
+                when = (base.horizon.start + pd.Timedelta(seconds=float(grid.month_start_s[month]))).strftime("%Y-%m")
+                return (f"cash: the orders it needs cannot be paid by {when} and keep cash above "
+                        f"${floor:,.0f} (${max(cash[month], 0.0):,.0f} free then, P{round(100 * outcome.settings.cash_quantile)} path)")
         budget = outcome.settings.budget_usd
         if budget is not None and budget - schedule.cost_usd < min(_one_order_usd(c, grid) for c in serving):
             return f"the budget (${budget:,.0f}) is spent"

@@ -134,11 +134,13 @@ def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_lev
 
 def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray, delivery_level: np.ndarray,
                       budget_usd: float | None = None, time_limit_s: float = 60.0,
-                      power_headroom_kw: np.ndarray | None = None) -> Schedule:
+                      power_headroom_kw: np.ndarray | None = None, cash_room_usd: np.ndarray | None = None) -> Schedule:
     """The cheapest whole-order schedule covering ``need`` ``(models, slots)`` as far as it can
     be covered (see the module docstring). ``delivery_level[p]``: the slip quantile that
     times deliveries for slots of period ``p``. ``power_headroom_kw`` (per slot): the site power
-    the fleet as it stands leaves free; owned orders in service in a slot must fit it."""
+    the fleet as it stands leaves free; owned orders in service in a slot must fit it.
+    ``cash_room_usd`` (per calendar month): what the orders may have paid by each month's end
+    (:func:`payments_by_month`)."""
     n_models, _ = need.shape
     slots = np.flatnonzero((need > _EPS).any(axis=0))
     uncovered = np.zeros_like(need, dtype=np.float64)
@@ -224,6 +226,17 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
                 vals.extend([candidate.kw_per_gpu * candidate.step] * len(active))
             lower_b.append(-np.inf), upper_b.append(max(room, 0.0))
             n_rows += 1
+    # What the orders have paid by each month's end stays within the cash room.
+    if cash_room_usd is not None:
+        paid = payments_by_month(candidates, grid, slots, columns, order_vars, y)
+        for k in range(len(grid.month_start_s)):
+            room = float(cash_room_usd[k])
+            if not np.isfinite(room):
+                continue
+            spent_by = np.flatnonzero(paid[:, k] > 0)
+            rows.extend([n_rows] * len(spent_by)), cols.extend(spent_by.tolist()), vals.extend(paid[spent_by, k].tolist())
+            lower_b.append(-np.inf), upper_b.append(max(room, 0.0))
+            n_rows += 1
     cost_vec = np.array(costs)
     if budget_usd is not None:
         spend = np.flatnonzero(cost_vec)
@@ -267,4 +280,36 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
                     result.message, burst)
 
 
-__all__ = ["Candidate", "Grid", "Schedule", "cheapest_schedule", "in_service"]
+def payments_by_month(candidates: list[Candidate], grid: Grid, slots: np.ndarray, columns: list, order_vars: list,
+                      y: dict) -> np.ndarray:
+    """(variables, months): what one unit of each variable has paid by each calendar month's
+    end. A purchase is paid in full when it lands (the median slip; energy and facility are
+    left out), a reservation's rent and a rental's month as they run, a burst pool's GPU-days
+    as they are given."""
+    n_months = len(grid.month_start_s)
+    out = np.zeros((len(columns), n_months))
+    ends = grid.month_end_s
+    for c, candidate in enumerate(candidates):
+        ids, index, _, _ = order_vars[c]
+        for var, i in zip(ids, index, strict=True):
+            if candidate.kind == "owned":
+                lands = grid.order_s[i] + candidate.lead_s + candidate.slip_quantile(0.5)
+                out[var] = np.where(lands < ends, candidate.step * candidate.price_usd, 0.0)
+            elif candidate.kind == "reserved":
+                begin, end = grid.order_s[i] + candidate.lead_s, float(candidate.reserve_end_s[i])
+                out[var] = candidate.step * candidate.usd_per_gpu_s * np.clip(np.minimum(ends, end) - begin, 0.0, None)
+            elif candidate.kind == "on_demand":
+                begin = max(grid.month_start_s[i], candidate.lead_s)
+                month_rent = candidate.step * candidate.usd_per_gpu_s * max(grid.month_end_s[i] - begin, 0.0)
+                out[var] = np.where(np.arange(n_months) >= i, month_rent, 0.0)
+    slot_month = grid.month_of_slot[slots]
+    for (c, _m), variables in y.items():
+        if candidates[c].kind != "burst":
+            continue
+        rent = candidates[c].usd_per_gpu_s * (grid.slot_end_s[slots] - grid.slot_start_s[slots])
+        for t, var in enumerate(variables):
+            out[var] = np.where(np.arange(n_months) >= slot_month[t], rent[t], 0.0)
+    return out
+
+
+__all__ = ["Candidate", "Grid", "Schedule", "cheapest_schedule", "in_service", "payments_by_month"]

@@ -11,7 +11,9 @@ An order candidate says "orders of ``step`` GPUs for this pool, placed on any re
 
 Lead time and slip default to the pool's ``procurement`` policy, else to its last ``order``.
 The target bounds P(material shortfall) in every calendar month, every quarter, or over the
-whole horizon; ``budget_usd`` caps what the orders commit.
+whole horizon; ``budget_usd`` caps what the orders commit; ``cash_floor_usd`` keeps every
+month-end cash balance above a floor: the fleet as it stands' cash at ``cash_quantile`` over
+paths (facilities and equity included), less what the orders have paid by then.
 """
 
 from __future__ import annotations
@@ -60,6 +62,12 @@ class PlanSettings(Frozen):
     orders: list[OrderCandidate] = Field(default_factory=list)
     target: PlanTarget = Field(default_factory=PlanTarget)
     budget_usd: NonNegative | None = Field(default=None, description="Most the orders may commit, in USD")
+    cash_floor_usd: float | None = Field(
+        default=None, allow_inf_nan=False,
+        description="Keep month-end cash at least this: the fleet as it stands' cash (at cash_quantile over "
+        "paths) less what the orders pay by then")
+    cash_quantile: Annotated[float, Field(gt=0, lt=1)] = Field(
+        default=0.1, description="The path quantile of cash the floor is kept on (0.1: the P10 path)")
     review_every: PositiveDuration = Field(default=7 * 86400.0, description="Order dates: every this from the start")
     paths: Annotated[int, Field(ge=2, le=100_000)] | Literal["auto"] = Field(
         default="auto", description="Paths per simulation ('auto': enough to tell the target from twice it)")
