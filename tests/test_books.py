@@ -339,3 +339,40 @@ def test_options_compare_by_money_and_cash():
                                                                      abs=CENT)
     assert table.loc["half", "capex_usd_p50"] == pytest.approx(64 * PRICE)
     assert table.loc["full", "capex_usd_p50"] == pytest.approx(128 * PRICE)
+
+
+def test_a_new_term_loan_without_a_start_is_drawn_in_the_first_month():
+    # $1.2M at 12% a year, straight over 12 months: drawn in January (no start given), interest
+    # 1% a month on the opening balance from February, $100,000 of principal a month.
+    data = base_scenario()
+    data["horizon"] = {"start": "2026-01-01", "duration": "3mo", "step": "1d"}
+    data["financing"] = {"facilities": [{"name": "tl", "kind": "term_loan", "amount_usd": 1.2e6,
+                                         "rate_per_year": 0.12, "term_months": 12, "amortization": "straight",
+                                         "upfront_fee_share": 0.01}]}
+    pnl = run(data, paths=1).pnl
+    assert list(pnl["loan_drawn_usd"]) == pytest.approx([1.2e6, 0.0, 0.0])
+    assert list(pnl["financing_fees_usd"]) == pytest.approx([12_000.0, 0.0, 0.0])
+    assert list(pnl["interest_usd"]) == pytest.approx([0.0, 12_000.0, 11_000.0])
+    assert list(pnl["debt_tl_usd"]) == pytest.approx([1.2e6, 1.1e6, 1.0e6])
+
+
+def test_the_workbook_cash_flow_holds_with_prepayments_kept():
+    # 10 GPUs contracted on a pool of 8 for one month, half prepaid, $3 per GPU-hour missing: the
+    # unused prepayment is kept (other income) and must not be taken out twice in the indirect method.
+    from openpyxl import load_workbook
+
+    data = base_scenario()
+    data["horizon"] = {"start": "2026-01-01", "duration": "3mo", "step": "1d"}
+    data["contracts"] = [{"name": "c", "pool": "a", "gpus": 10, "start": "2026-01-01", "term": "1mo",
+                          "usd_per_gpu_hour": 2.0, "prepaid_share": 0.5, "sla_credit_usd_per_gpu_hour": 3.0}]
+    results = run(data, paths=1)
+    assert results.pnl["other_income_usd"].sum() > 0  # a prepayment was kept
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        results.save(Path(folder) / "run", report=False)
+        sheet = load_workbook(Path(folder) / "run" / "statements.xlsx")["Cash flow statement"]
+        rows = {sheet.cell(row=r, column=1).value: r for r in range(1, sheet.max_row + 1)}
+        cash = results.pnl["cash_balance_usd"].iloc[-1]
+        assert _evaluate(sheet, f"B{rows['Cash at the end']}") == pytest.approx(cash, abs=CENT)

@@ -119,5 +119,6 @@ def test_the_books_balance_every_month_of_every_path(data):
         moved = np.diff(cash, prepend=data["financing"]["opening_cash_usd"])
         assert np.allclose(moved, path["cash_flow_usd"].to_numpy(), atol=tolerance, rtol=0)
     assert np.allclose(pnl["net_income_usd"], pnl["ebt_usd"] - pnl["tax_usd"], atol=tolerance, rtol=0)
+    assert (pnl["loan_drawn_usd"] >= 0).all()  # a month of credits above payments draws nothing
     if "market_value" not in data:
         assert np.allclose(pnl["fleet_market_value_usd"], pnl["ppe_net_usd"], atol=max(1.0, 1e-9 * scale), rtol=0)

@@ -94,3 +94,16 @@ def test_a_pipeline_signs_contracts_at_its_rate():
     book = results.contract_book
     rate = book["billing_usd"].sum() / book["gpu_hours_delivered"].sum()
     assert 1.5 < rate < 2.5 and abs(rate - 2.0) < 0.1  # prices uniform on [1.5, 2.5]
+
+
+def test_a_pipeline_does_not_sell_gpus_a_signed_contract_will_take():
+    # 8 GPUs, all signed from March 1; offers of 8 GPUs arrive from January: none fits before
+    # March (the signed contract's GPUs are not for sale) nor after (all held).
+    data = _case(8)
+    data["contracts"][0]["start"] = "2026-03-01"
+    data["horizon"] = {"start": "2026-01-01", "duration": "119d", "step": "7d"}
+    data["contract_pipeline"] = [{"name": "offers", "pool": "a", "arrivals_per_month": 4.0, "term": "1mo",
+                                  "gpus": {"low": 8, "high": 8}, "usd_per_gpu_hour": {"low": 3, "high": 3}}]
+    results = run(data, paths=5)
+    assert "offers" not in results.summary["contracts"]
+    assert results.pools["gpus_contracted"].max() <= 8

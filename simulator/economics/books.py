@@ -81,7 +81,11 @@ def path_books(column: dict[str, np.ndarray], months: np.ndarray, terms: BookTer
     starts_s, ends_s = month_bounds(months, terms)
     pools = max(len(terms.price_usd), 1)
     capex = np.zeros((n, pools))
-    if assets is not None and assets.capex.size:
+    if assets is not None and assets.log.assets:  # each purchase in the month it lands (as its deposit)
+        for pool, count, delivered_s, _age, cost, _book, bought in assets.log.assets:
+            if bought:
+                capex[int(month_index(starts_s, delivered_s)), pool] += count * cost
+    elif assets is not None and assets.capex.size:
         step_starts = np.arange(assets.capex.shape[0]) * assets.step_s
         np.add.at(capex, month_index(starts_s, step_starts), assets.capex)
     else:
@@ -124,7 +128,7 @@ def _post(column: dict[str, np.ndarray], months: np.ndarray, starts_s: np.ndarra
         "interest_usd", "financing_fees_usd", "other_income_usd", "gain_on_sale_usd", "ebt_usd", "tax_usd",
         "tax_paid_usd", "loan_drawn_usd", "loan_repaid_usd", "scheduled_principal_usd", "carried_loss_usd",
         "gpu_payments_usd", "deposits_paid_usd", "sale_proceeds_usd", "equity_raised_usd",
-        "deferred_revenue_change_usd")}
+        "deferred_revenue_change_usd", "late_credits_usd")}
     years = pd.DatetimeIndex(months).year.to_numpy()
     month_numbers = pd.DatetimeIndex(months).month.to_numpy()
     for j in range(n):
@@ -186,6 +190,7 @@ def _post(column: dict[str, np.ndarray], months: np.ndarray, starts_s: np.ndarra
                 principal += repay
         out["interest_usd"][j], out["financing_fees_usd"][j] = interest, fees
         out["other_income_usd"][j] = credit + sold.forfeited[j]
+        out["late_credits_usd"][j] = credit
         out["gain_on_sale_usd"][j] = held.sale_proceeds[j] - held.sale_book[j]
         out["ebt_usd"][j], out["tax_usd"][j], out["tax_paid_usd"][j] = ebt, expense, tax_paid
         out["loan_drawn_usd"][j], out["loan_repaid_usd"][j] = drawn, principal

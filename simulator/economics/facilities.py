@@ -48,6 +48,10 @@ class FacilityBook:
             self.draw_end = len(months) - 1
         else:
             self.draw_end = int(np.searchsorted(self.months.to_numpy(), np.datetime64(spec.draw_until), "right")) - 1
+        # A facility dated inside the horizon (or undated and new) starts now: its amount is drawn
+        # and its upfront fee paid in its first month. One dated before, or undated with an opening
+        # balance, is already in place: what it lent is its opening balance.
+        self.starts_inside = (spec.start >= self.months[0]) if spec.start is not None else spec.opening_balance_usd == 0
         if spec.opening_balance_usd > 0:
             if spec.kind == "revolver":
                 self.revolving = spec.opening_balance_usd
@@ -68,8 +72,7 @@ class FacilityBook:
         interest = (self.revolving + sum(t.balance for t in self.tranches)) * rate
         spec = self.spec
         fees = 0.0
-        if j == self.start_index and spec.opening_balance_usd == 0 and (spec.start is None or
-                                                                        spec.start >= self.months[0]):
+        if j == self.start_index and self.starts_inside:
             fees += spec.upfront_fee_share * (spec.limit_usd if spec.limit_usd is not None else spec.amount_usd)
         if spec.commitment_fee_per_year and spec.limit_usd is not None and j >= self.start_index:
             if spec.kind == "revolver":
@@ -105,10 +108,10 @@ class FacilityBook:
         """The delayed-draw amount of month ``j``, given the GPU cash paid it funds."""
         spec = self.spec
         if spec.kind == "term_loan":
-            return spec.amount_usd if j == self.start_index and spec.start is not None else 0.0
+            return spec.amount_usd if j == self.start_index and self.starts_inside else 0.0
         if spec.kind != "delayed_draw" or not self.start_index <= j <= self.draw_end:
             return 0.0
-        wanted = spec.share_of_capex * capex_cash
+        wanted = spec.share_of_capex * max(capex_cash, 0.0)  # a month of credits above payments draws nothing
         if spec.limit_usd is not None:
             wanted = min(wanted, max(spec.limit_usd - self.drawn_total, 0.0))
         return wanted

@@ -36,6 +36,7 @@ LINES: tuple[tuple[str, str, str], ...] = (
     ("depreciation_amortization_usd", "Depreciation and amortisation", "flow"),
     ("ebit_usd", "EBIT", "flow"),
     ("other_income_usd", "Other income (late-delivery credits, prepayments kept)", "flow"),
+    ("late_credits_usd", "  of which late-delivery credits", "flow"),
     ("gain_on_sale_usd", "Gain (loss) on GPUs sold", "flow"),
     ("interest_usd", "Interest", "flow"),
     ("financing_fees_usd", "Financing fees", "flow"),

@@ -7,10 +7,10 @@ formulas recompute to the figures the run wrote (to float rounding). Percentiles
 up; they stay in the ``Quarterly`` sheet.
 
 The cash-flow statement is the indirect method: net income, plus depreciation, less gains on
-GPUs sold (investing cash) and other income (late-delivery credits, netted in the GPUs paid;
-prepayments kept, received earlier), plus the increase in tax payable (tax booked less tax
-paid) and in deferred revenue (contract prepayments less the revenue recognised from them) is
-the operating cash flow the ledger's cash postings give.
+GPUs sold (investing cash) and late-delivery credits (netted in the GPUs paid), plus the
+increase in tax payable (tax booked less tax paid) and in deferred revenue (contract
+prepayments less the revenue recognised from them and the prepayments kept, which are income
+received earlier) is the operating cash flow the ledger's cash postings give.
 """
 
 from __future__ import annotations
@@ -111,8 +111,7 @@ def cash_flow_rows(statements: pd.DataFrame, label: Callable[[pd.Timestamp], str
         ("Net income", [value("net_income_usd", p) for p in periods]),
         ("Depreciation", [value("depreciation_amortization_usd", p) for p in periods]),
         ("Less gains on GPUs sold (in investing)", [value("gain_on_sale_usd", p, -1) for p in periods]),
-        ("Less other income (late credits netted in GPUs paid; prepayments kept)",
-         [value("other_income_usd", p, -1) for p in periods]),
+        ("Less late-delivery credits (netted in GPUs paid)", [value("late_credits_usd", p, -1) for p in periods]),
         ("Increase in income tax payable", [value("tax_usd", p) - value("tax_paid_usd", p) for p in periods]),
         ("Increase in deferred revenue (contract prepayments)",
          [value("deferred_revenue_change_usd", p) for p in periods]),

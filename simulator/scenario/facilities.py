@@ -96,6 +96,8 @@ class DebtFacility(Frozen):
             raise ValueError("share_of_capex, pools and draw_until are for a delayed_draw facility")
         if self.kind != "term_loan" and self.amount_usd:
             raise ValueError("amount_usd is for a term_loan (a delayed_draw draws on capex, a revolver on need)")
+        if self.kind == "term_loan" and self.amount_usd and self.opening_balance_usd and self.start is None:
+            raise ValueError("a term loan with an opening balance is in place: give start for a new amount_usd")
         if self.kind == "revolver" and self.opening_balance_usd > (self.limit_usd or 0.0):
             raise ValueError("opening_balance_usd is above the revolver's limit_usd")
         return self

@@ -32,8 +32,11 @@ def term_end_s(horizon_start: pd.Timestamp, start_s: float, term) -> float:
 
 def contract_process(env: simpy.Environment, fleet: FleetState, horizon_start: pd.Timestamp, horizon_s: float,
                      pool: int, name: str, gpus: int, start_s: float, price: float, terms,
-                     rng: np.random.Generator, log: list):
-    """Hold a contract's GPUs term after term until it ends, defaults, or the horizon ends."""
+                     rng: np.random.Generator, log: list, pending: list | None = None):
+    """Hold a contract's GPUs term after term until it ends, defaults, or the horizon ends.
+    ``pending``: (pool, start s, GPUs) of contracts signed and not started yet (a pipeline reads it)."""
+    if pending is not None and start_s > env.now:
+        pending.append((pool, start_s, gpus))
     hazard = -math.log1p(-terms.default_probability_per_year) / SECONDS_PER_YEAR
     while start_s < horizon_s:
         end_s = term_end_s(horizon_start, start_s, terms.term)
@@ -59,14 +62,13 @@ def contract_process(env: simpy.Environment, fleet: FleetState, horizon_start: p
 
 
 def pipeline_process(env: simpy.Environment, fleet: FleetState, horizon_start: pd.Timestamp, horizon_s: float,
-                     pool: int, pipeline, rng: np.random.Generator, log: list):
+                     pool: int, pipeline, rng: np.random.Generator, log: list, pending: list):
     """Offers arrive as a Poisson process over the horizon; one is signed (and then runs as a
     contract) when the pool's GPUs not sold yet cover it: those installed or delivered and
     waiting for power, less those held for contracts and those signed to start later. The
     others are declined."""
     mean_gap = SECONDS_PER_MONTH / pipeline.arrivals_per_month
     offers = 0
-    starting: list[tuple[float, int]] = []  # (start s, GPUs) of contracts signed, not started yet
     while True:
         yield env.timeout(rng.exponential(mean_gap))
         if env.now >= horizon_s:
@@ -74,26 +76,29 @@ def pipeline_process(env: simpy.Environment, fleet: FleetState, horizon_start: p
         offers += 1
         gpus = int(round(rng.uniform(pipeline.gpus.low, pipeline.gpus.high)))
         price = float(rng.uniform(pipeline.usd_per_gpu_hour.low, pipeline.usd_per_gpu_hour.high))
-        starting = [(start, n) for start, n in starting if start > env.now]
-        unsold = int(fleet.installed[pool] + fleet.blocked[pool] - fleet.contracted[pool]) - sum(n for _, n in starting)
+        waiting = sum(n for p, start, n in pending if p == pool and start > env.now)  # signed, not started
+        unsold = int(fleet.installed[pool] + fleet.blocked[pool] - fleet.contracted[pool]) - waiting
         if gpus <= 0 or gpus > unsold:
             continue
-        start = env.now + pipeline.lead_time
-        starting.append((start, gpus))
         env.process(contract_process(env, fleet, horizon_start, horizon_s, pool, f"{pipeline.name}#{offers}", gpus,
-                                     start, price, pipeline, rng, log))
+                                     env.now + pipeline.lead_time, price, pipeline, rng, log, pending))
 
 
 def start_contracts(env: simpy.Environment, fleet: FleetState, plan, seed: int, path: int, horizon_s: float) -> list:
     """Start every contract's and pipeline's process on this path; returns the log their terms
     are written to."""
     log: list = []
+    pending: list = []  # contracts signed and not started: a pipeline does not sell their GPUs again
     start = plan.horizon.start
     for pool, contract in plan.contracts:
-        env.process(contract_process(env, fleet, start, horizon_s, pool, contract.name, contract.gpus,
-                                     (contract.start - start).total_seconds(), contract.usd_per_gpu_hour, contract,
+        offset = (contract.start - start).total_seconds()
+        if offset > 0:
+            pending.append((pool, offset, contract.gpus))
+        env.process(contract_process(env, fleet, start, horizon_s, pool, contract.name, contract.gpus, offset,
+                                     contract.usd_per_gpu_hour, contract,
                                      path_generator(seed, path, STREAM_CONTRACTS, stream_key(contract.name)), log))
     for pool, pipeline in plan.contract_pipelines:
         env.process(pipeline_process(env, fleet, start, horizon_s, pool, pipeline,
-                                     path_generator(seed, path, STREAM_CONTRACTS, stream_key(pipeline.name)), log))
+                                     path_generator(seed, path, STREAM_CONTRACTS, stream_key(pipeline.name)), log,
+                                     pending))
     return log
