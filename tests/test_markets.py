@@ -96,3 +96,24 @@ def test_a_market_on_an_owned_pool_is_refused():
     data["markets"]["rent"][0]["pool"] = "a"
     with pytest.raises(ScenarioError, match="on-demand and spot"):
         simulator.load_scenario(data)
+
+
+def test_a_gpu_is_paid_and_depreciated_at_the_price_of_the_month_it_lands():
+    # The pool's price is $30,000 until March, $20,000 from April 1. 12 GPUs ordered on day 0
+    # land on day 100 (2026-04-11): capex 12 × $20,000, depreciated over 5 years from then;
+    # the 8 GPUs bought at the start cost $30,000 each.
+    data = base_scenario()
+    data["horizon"] = {"start": "2026-01-01", "duration": "181d", "step": "1d"}
+    pool = data["fleet"]["pools"][0]
+    pool["acquisition"] = {"type": "owned", "price_usd": 30_000, "depreciation_years": 5}
+    pool["orders"] = [{"at": "2026-01-01", "count": 12, "lead_time": "100d"}]
+    data["markets"] = {"purchase": [{"pool": "a", "points": [{"at": "2026-04-01", "usd": 20_000}]}]}
+    results = run(data, paths=1)
+    pnl = results.pnl.set_index("month")
+    assert pnl.loc["2026-01-01", "capex_usd"] == pytest.approx(8 * 30_000)
+    assert pnl.loc["2026-04-01", "capex_usd"] == pytest.approx(12 * 20_000)
+    life_days = 5 * 365.25
+    may = 31 * (8 * 30_000 + 12 * 20_000) / life_days
+    assert pnl.loc["2026-05-01", "depreciation_amortization_usd"] == pytest.approx(may, rel=1e-9)
+    prices = results.market_rates.set_index("month")["usd_per_gpu"]
+    assert list(prices) == [30_000, 30_000, 30_000, 20_000, 20_000, 20_000]

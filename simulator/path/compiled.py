@@ -151,6 +151,7 @@ class CompiledScenario:
     contracts: tuple = ()  # (pool, scenario Contract)
     contract_pipelines: tuple = ()  # (pool, scenario ContractPipeline)
     rent_markets: tuple = ()  # (pool, scenario RentMarket)
+    purchase_markets: tuple = ()  # (pool, scenario PurchaseMarket)
     month_starts_s: np.ndarray = field(default_factory=lambda: np.zeros(1))  # each calendar month's start (the first: 0)
 
     def step_at_or_after(self, seconds: float) -> int:
@@ -254,6 +255,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         contracts=tuple((index[c.pool], c) for c in scenario.contracts),
         contract_pipelines=tuple((index[c.pool], c) for c in scenario.contract_pipeline),
         rent_markets=tuple((index[m.pool], m) for m in scenario.markets.rent),
+        purchase_markets=tuple((index[m.pool], m) for m in scenario.markets.purchase),
         month_starts_s=_month_starts_s(horizon),
         # A pool that serves a model or holds contracts is COGS; one that does neither exists for training.
         serves_model=np.isin(np.arange(len(pools)), preferences) | np.isin(

@@ -23,7 +23,7 @@ def monthly_rates(market: RentMarket, first_rate: float, month_starts: list, rng
         for j, start in enumerate(month_starts):
             for point in market.points:
                 if point.at <= start:
-                    rates[j] = point.usd_per_gpu_hour
+                    rates[j] = point.value
         return rates
     return rate_path(market.process, first_rate, n, rng)
 
@@ -50,12 +50,20 @@ def rent_changes(env: simpy.Environment, fleet, pool: int, starts_s: np.ndarray,
         fleet.set_rent(pool, rate / 3600.0)
 
 
+def price_changes(env: simpy.Environment, fleet, pool: int, starts_s: np.ndarray, prices: np.ndarray):
+    """From each month's start on, a GPU of the pool delivered is paid that month's price."""
+    for start, price in zip(starts_s[1:], prices[1:], strict=True):
+        yield env.timeout(max(start - env.now, 0.0))
+        fleet.price_now[pool] = price
+
+
 def start_markets(env: simpy.Environment, fleet, rent_now: np.ndarray, plan, seed: int, path: int) -> list:
-    """Draw each moving pool's monthly rates for this path, bill the first month's from the
-    start (``rent_now``: the step clock's rent per GPU-second) and schedule the others; returns
-    ``(pool, rates)`` per pool."""
+    """Draw each moving pool's monthly rates (or purchase prices) for this path, apply the first
+    month's from the start (``rent_now``: the step clock's rent per GPU-second) and schedule the
+    others; returns ``(pool, kind, values)`` per pool, kind ``rent`` (USD per GPU-hour) or
+    ``purchase`` (USD per GPU)."""
     out: list = []
-    if not plan.rent_markets:
+    if not (plan.rent_markets or plan.purchase_markets):
         return out
     fleet.cloud_rate = rent_now
     first = plan.horizon.start.to_period("M").start_time
@@ -64,6 +72,12 @@ def start_markets(env: simpy.Environment, fleet, rent_now: np.ndarray, plan, see
         rng = path_generator(seed, path, STREAM_MARKETS, stream_key(market.pool))
         rates = monthly_rates(market, float(plan.cloud_usd_gpu_s[pool]) * 3600.0, months, rng)
         rent_now[pool] = rates[0] / 3600.0
-        out.append((pool, rates))
+        out.append((pool, "rent", rates))
         env.process(rent_changes(env, fleet, pool, plan.month_starts_s, rates))
+    for pool, market in plan.purchase_markets:
+        rng = path_generator(seed, path, STREAM_MARKETS, stream_key("purchase:" + market.pool))
+        prices = monthly_rates(market, float(plan.price_usd[pool]), months, rng)
+        fleet.price_now[pool] = prices[0]
+        out.append((pool, "purchase", prices))
+        env.process(price_changes(env, fleet, pool, plan.month_starts_s, prices))
     return out

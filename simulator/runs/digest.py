@@ -128,7 +128,7 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         contracts=contract_book(result.path, result.contracts, result.pool_out[:, :, K.POOL_CONTRACTED],
                                 scenario.horizon.step_s, times)
         if plan.contracts or plan.contract_pipelines else None,
-        markets=market_frame(result, plan) if plan.rent_markets else None,
+        markets=market_frame(result, plan) if plan.rent_markets or plan.purchase_markets else None,
     )
 
 
@@ -136,9 +136,11 @@ def market_frame(result: PathResult, plan: CompiledScenario) -> pd.DataFrame:
     """The path's rental rate of each moving pool in each calendar month."""
     start = plan.horizon.start
     months = [(start + pd.Timedelta(seconds=float(s))).to_period("M").start_time for s in plan.month_starts_s]
-    rows = [{"path": result.path, "pool": plan.pool_names[pool], "month": month, "usd_per_gpu_hour": float(rate)}
-            for pool, rates in result.market_rates for month, rate in zip(months, rates, strict=True)]
-    return pd.DataFrame(rows, columns=["path", "pool", "month", "usd_per_gpu_hour"])
+    rows = [{"path": result.path, "pool": plan.pool_names[pool], "kind": kind, "month": month,
+             "usd_per_gpu_hour": float(value) if kind == "rent" else np.nan,
+             "usd_per_gpu": float(value) if kind == "purchase" else np.nan}
+            for pool, kind, values in result.market_rates for month, value in zip(months, values, strict=True)]
+    return pd.DataFrame(rows, columns=["path", "pool", "kind", "month", "usd_per_gpu_hour", "usd_per_gpu"])
 
 
 def book_terms(scenario: Scenario, plan: CompiledScenario) -> BookTerms:

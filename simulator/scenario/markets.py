@@ -1,4 +1,6 @@
-"""Rental prices that move: each rented pool's rate as a path over calendar months.
+"""Prices that move: each rented pool's rate, and each owned pool's purchase price, as a path
+over calendar months (``markets.purchase``: a GPU delivered in a month is paid, and depreciates,
+at that month's price).
 
 ``markets.rent`` gives a pool (on-demand or spot) a rate per GPU-hour that changes at each
 calendar month's start and holds through the month; rent booked in a month is that month's
@@ -33,6 +35,19 @@ class RentPoint(Frozen):
     at: Instant
     usd_per_gpu_hour: NonNegative
 
+    @property
+    def value(self) -> float:
+        return self.usd_per_gpu_hour
+
+
+class PricePoint(Frozen):
+    at: Instant
+    usd: NonNegative
+
+    @property
+    def value(self) -> float:
+        return self.usd
+
 
 class RentProcess(Frozen):
     """A mean-reverting log rate with jumps (see the module's text)."""
@@ -62,7 +77,28 @@ class RentMarket(Frozen):
         return self
 
 
+class PurchaseMarket(Frozen):
+    """One owned pool's purchase price per GPU over time: ``points`` or a ``process`` (whose
+    ``long_run_usd`` is then a price per GPU)."""
+
+    pool: str
+    points: list[PricePoint] = Field(default_factory=list)
+    process: RentProcess | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> PurchaseMarket:
+        if bool(self.points) == (self.process is not None):
+            raise ValueError("give points or a process, one of the two")
+        dates = [point.at for point in self.points]
+        if dates != sorted(dates) or len(set(dates)) != len(dates):
+            raise ValueError("points must be in increasing date order")
+        return self
+
+
 class Markets(Frozen):
     """Prices that move over time."""
 
     rent: list[RentMarket] = Field(default_factory=list, description="Rental rates of on-demand and spot pools")
+    purchase: list[PurchaseMarket] = Field(
+        default_factory=list, description="Purchase prices of owned pools: a GPU is paid (and depreciates) at "
+        "the price of the month it is delivered")

@@ -355,7 +355,7 @@ def _check_books(scenario: Scenario, pool_names: list[str]) -> None:
                     raise ScenarioError(("financing", "facilities", index, field, slot),
                                         f"{what} {name!r}; owned pools: {known}")
     _check_contracts(scenario, pool_names)
-    seen: set[str] = set()
+    seen: set = set()
     for index, market in enumerate(scenario.markets.rent):
         where = ("markets", "rent", index, "pool")
         if market.pool not in pool_names:
@@ -366,6 +366,15 @@ def _check_books(scenario: Scenario, pool_names: list[str]) -> None:
         if market.pool in seen:
             raise ScenarioError(where, f"pool {market.pool!r} has two markets")
         seen.add(market.pool)
+    for index, market in enumerate(scenario.markets.purchase):
+        where = ("markets", "purchase", index, "pool")
+        if market.pool not in pool_names:
+            raise ScenarioError(where, f"unknown pool {market.pool!r}; pools: {', '.join(pool_names)}")
+        if not scenario.fleet.pools[pool_names.index(market.pool)].owned:
+            raise ScenarioError(where, f"pool {market.pool!r} is not owned: purchase prices move for owned pools")
+        if ("purchase", market.pool) in seen:
+            raise ScenarioError(where, f"pool {market.pool!r} has two purchase markets")
+        seen.add(("purchase", market.pool))
     for gpu in scenario.market_value:
         if gpu not in scenario.gpus and gpu not in BUILTIN_GPUS:
             known = ", ".join(sorted({*BUILTIN_GPUS, *scenario.gpus}))

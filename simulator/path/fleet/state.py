@@ -78,6 +78,7 @@ class FleetState:
         self.contracted = np.zeros(n, dtype=np.int64)  # GPUs sold on contracts, held for the customers
         self.contract_busy = np.zeros(n, dtype=np.float64)  # their busy GPU-equivalents (× usage)
         self.cloud_rate = plan.cloud_usd_gpu_s.copy()  # the engine hands it the step clock's, where rents move
+        self.price_now = plan.price_usd.astype(np.float64).copy()  # purchase price per GPU this month
         self.depreciation_usd_s = np.zeros(n, dtype=np.float64)
         self.capex = np.zeros((plan.n_steps, n), dtype=np.float64)
         self.power_cap_kw = np.inf
@@ -108,7 +109,7 @@ class FleetState:
         if order is not None:
             self.log.orders[order][2] = self.env.now
         if self.plan.owned[pool]:
-            price = float(self.plan.price_usd[pool])
+            price = float(self.price_now[pool])
             bought = paid and (starting is None or starting.paid)
             if bought:
                 self._record_capex(pool, count * price)
@@ -225,7 +226,8 @@ class FleetState:
         plan = self.plan
         if starting is None:  # bought now: a whole life of depreciation, retired retire_s from now
             life = float(plan.life_s[pool])
-            per_gpu_s, depreciate_for, retire_after = float(plan.price_usd[pool]) / life, life, plan.pools[pool].retire_s
+            price = self.log.assets[asset][4] if asset >= 0 else float(plan.price_usd[pool])  # paid on delivery
+            per_gpu_s, depreciate_for, retire_after = price / life, life, plan.pools[pool].retire_s
         else:  # the starting GPUs: what is left of their life, counted from when they entered service
             per_gpu_s = starting.usd_per_gpu_s
             depreciate_for = starting.depreciation_end_s - self.env.now
