@@ -45,6 +45,7 @@ from simulator.decisions.order_schedule import Candidate, Grid, Schedule, cheape
 from simulator.decisions.plan_setup import (
     apply_schedule,
     candidates_of,
+    cash_room_by_month,
     period_starts,
     planning_grid,
     power_headroom,
@@ -318,21 +319,6 @@ def _cover(block: np.ndarray, q: float) -> tuple[float, np.ndarray]:
     they cover on every day."""
     level = np.quantile(block, q, axis=0, method="inverted_cdf")
     return float((block <= level[None] + 1e-9).all(axis=(1, 2)).mean()), level
-
-
-def cash_room_by_month(results: Results, scenario: Scenario, grid: Grid, settings: PlanSettings) -> np.ndarray | None:
-    """Per calendar month of the grid: the fleet as it stands' month-end cash at the settings'
-    path quantile, less the floor (None without a floor)."""
-    if settings.cash_floor_usd is None:
-        return None
-    pnl = results.pnl
-    cash = pnl.groupby("month")["cash_balance_usd"].quantile(settings.cash_quantile)
-    months = pd.DatetimeIndex([(scenario.horizon.start + pd.Timedelta(seconds=float(s))).to_period("M").start_time
-                               for s in grid.month_start_s])
-    by_month = cash.reindex(months).ffill().bfill().to_numpy(dtype=np.float64)
-    # Paying by month k lowers every later balance too: the room by k is the least ahead of it.
-    room = np.minimum.accumulate((by_month - settings.cash_floor_usd)[::-1])[::-1]
-    return room
 
 
 def unreachable_periods(outcome: PlanOutcome, base: Scenario, need: np.ndarray) -> list[dict[str, str]]:

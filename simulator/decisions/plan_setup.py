@@ -248,3 +248,18 @@ def power_headroom(results, compiled: CompiledScenario, grid: Grid) -> np.ndarra
     out = np.full(len(grid.slot_start_s), np.inf)
     np.minimum.at(out, np.clip(slot, 0, len(out) - 1), free)
     return out
+
+
+def cash_room_by_month(results, scenario: Scenario, grid: Grid, settings: PlanSettings) -> np.ndarray | None:
+    """Per calendar month of the grid: the fleet as it stands' month-end cash at the settings'
+    path quantile, less the floor (None without a floor)."""
+    if settings.cash_floor_usd is None:
+        return None
+    pnl = results.pnl
+    cash = pnl.groupby("month")["cash_balance_usd"].quantile(settings.cash_quantile)
+    months = pd.DatetimeIndex([(scenario.horizon.start + pd.Timedelta(seconds=float(s))).to_period("M").start_time
+                               for s in grid.month_start_s])
+    by_month = cash.reindex(months).ffill().bfill().to_numpy(dtype=np.float64)
+    # Paying by month k lowers every later balance too: the room by k is the least ahead of it.
+    room = np.minimum.accumulate((by_month - settings.cash_floor_usd)[::-1])[::-1]
+    return room

@@ -75,20 +75,16 @@ def balance_sheet_rows(statements: pd.DataFrame, label: Callable[[pd.Timestamp],
     row += 1
     out.append([])
     row += 1
-    first_liability = row
-    for line, text in liabilities:
-        out.append(line_row(line, text))
+    totals = []
+    for lines, title in ((liabilities, "Total liabilities"), (equity, "Total equity")):
+        first = row
+        for line, text in lines:
+            out.append(line_row(line, text))
+            row += 1
+        out.append(formula_row(title, lambda c, a=first, b=row - 1: f"=SUM({c}{a}:{c}{b})"))
+        totals.append(row)
         row += 1
-    out.append(formula_row("Total liabilities", lambda c, a=first_liability, b=row - 1: f"=SUM({c}{a}:{c}{b})"))
-    liabilities_row = row
-    row += 1
-    first_equity = row
-    for line, text in equity:
-        out.append(line_row(line, text))
-        row += 1
-    out.append(formula_row("Total equity", lambda c, a=first_equity, b=row - 1: f"=SUM({c}{a}:{c}{b})"))
-    equity_row = row
-    row += 1
+    liabilities_row, equity_row = totals
     out.append(formula_row("Total liabilities and equity", lambda c: f"={c}{liabilities_row}+{c}{equity_row}"))
     out.append(formula_row("Check: assets − liabilities − equity", lambda c: f"={c}{assets_row}-{c}{row}"))
     out.append([])

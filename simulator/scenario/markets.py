@@ -60,39 +60,33 @@ class RentProcess(Frozen):
     jump_sd: Annotated[float, Field(ge=0, le=3, allow_inf_nan=False)] = 0.0
 
 
-class RentMarket(Frozen):
-    """One rented pool's rate over time: ``points`` or a ``process``."""
+class _PriceMarket(Frozen):
+    """A pool's price over time: ``points`` or a ``process``, one of the two."""
 
     pool: str
+    process: RentProcess | None = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> _PriceMarket:
+        if bool(self.points) == (self.process is not None):
+            raise ValueError("give points or a process, one of the two")
+        dates = [point.at for point in self.points]
+        if dates != sorted(dates) or len(set(dates)) != len(dates):
+            raise ValueError("points must be in increasing date order")
+        return self
+
+
+class RentMarket(_PriceMarket):
+    """One rented pool's rate per GPU-hour over time."""
+
     points: list[RentPoint] = Field(default_factory=list)
-    process: RentProcess | None = None
-
-    @model_validator(mode="after")
-    def _one_form(self) -> RentMarket:
-        if bool(self.points) == (self.process is not None):
-            raise ValueError("give points or a process, one of the two")
-        dates = [point.at for point in self.points]
-        if dates != sorted(dates) or len(set(dates)) != len(dates):
-            raise ValueError("points must be in increasing date order")
-        return self
 
 
-class PurchaseMarket(Frozen):
-    """One owned pool's purchase price per GPU over time: ``points`` or a ``process`` (whose
-    ``long_run_usd`` is then a price per GPU)."""
+class PurchaseMarket(_PriceMarket):
+    """One owned pool's purchase price per GPU over time (a process's ``long_run_usd`` is then a
+    price per GPU)."""
 
-    pool: str
     points: list[PricePoint] = Field(default_factory=list)
-    process: RentProcess | None = None
-
-    @model_validator(mode="after")
-    def _one_form(self) -> PurchaseMarket:
-        if bool(self.points) == (self.process is not None):
-            raise ValueError("give points or a process, one of the two")
-        dates = [point.at for point in self.points]
-        if dates != sorted(dates) or len(set(dates)) != len(dates):
-            raise ValueError("points must be in increasing date order")
-        return self
 
 
 class Markets(Frozen):
