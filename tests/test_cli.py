@@ -215,9 +215,11 @@ def test_signals_at_random_moments_leave_the_old_run_or_a_whole_new_one(tmp_path
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=120)
         assert "Traceback" not in stderr, stderr
-        assert proc.returncode in (0, 130), (delay, proc.returncode, stderr)
+        # -sig: on a loaded machine the signal may come while the interpreter itself starts,
+        # before any of our code (or handler) runs; the old run must then be untouched too.
+        assert proc.returncode in (0, 130, -sig), (delay, proc.returncode, stderr)
         after = _files(out)
-        if proc.returncode == 130:
+        if proc.returncode != 0:
             assert after == before, f"interrupted at {delay:.2f} s changed the earlier run"
         else:
             summary = json.loads((out / "summary.json").read_text())

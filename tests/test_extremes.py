@@ -16,8 +16,10 @@ from click.testing import CliRunner
 
 import simulator
 from simulator.cli import main
+from simulator.path.fleet.outages import OutageChannels
 from simulator.runs import montecarlo
 from simulator.runs.resources import estimate_run
+from simulator.scenario.distributions import FixedDuration
 from tests.helpers import base_scenario, run
 
 LAUNCH = Path(__file__).parents[1] / "scenarios" / "launch.yaml"
@@ -63,6 +65,21 @@ def test_a_hundred_thousand_gpus_with_failures():
     # about 100,000 × 2e-5 × 4 h = 8 GPUs down at a time
     assert 0 < (ts["gpus_installed"] - ts["gpus_available"]).mean() < 30
     assert (ts["unserved_requests"] == 0).all()
+
+
+def test_ten_million_gpus_without_failures_hold_no_repair_heap_for_them():
+    # A pool whose failures never strike has no repairs pending: its heap stays small however
+    # many GPUs it holds (it was sized by the GPUs, and 10^12 of them ran out of memory).
+    data = _fortnight(**{"fleet.pools.0.count": 10_000_000, "models.0.demand.base_rps": 1.0})
+    data["fleet"]["pools"][0]["failures"] = {"rate_per_gpu_hour": 0.0, "repair": "4h"}
+    ts = run(data, paths=1).timeseries
+    assert (ts["gpus_available"] == 10_000_000).all()
+    channels = OutageChannels([(0, 0.0, 1, FixedDuration(value="4h"), np.random.default_rng(0))], 1344, 900.0)
+    channels.prepare(0, 1344, np.array([10_000_000]))
+    assert channels.heap_time.shape[1] <= 64  # 32 + 10σ of a Poisson of mean 0, not 10^7
+    data["fleet"]["pools"][0]["changes"] = [{"at": "1d", "add": 10_000_001}]
+    with pytest.raises(simulator.ScenarioError, match=r"fleet\.pools\[0\]\.changes\[0\]\.add.*10000000"):
+        simulator.load_scenario(data)
 
 
 def test_ten_million_requests_per_second():

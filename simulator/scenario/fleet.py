@@ -47,6 +47,10 @@ from simulator.scenario.types import (
 )
 from simulator.units import SECONDS_PER_YEAR
 
+#: The most GPUs one count may hold: ten million, far above any fleet, refused by name above.
+MAX_GPUS = 10_000_000
+GpuCount = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+
 
 class Owned(Frozen):
     """Bought GPUs: capex depreciated straight-line; energy and facility paid by us."""
@@ -225,11 +229,11 @@ class CapacityChange(Frozen):
     """
 
     at: When
-    add: Annotated[int, Field(ge=1)] | None = None
-    remove: Annotated[int, Field(ge=1)] | None = None
-    out_of_service: Annotated[int, Field(ge=1)] | None = Field(
+    add: GpuCount | None = None
+    remove: GpuCount | None = None
+    out_of_service: GpuCount | None = Field(
         default=None, description="GPUs taken out of service (still installed and paid for)")
-    back_in_service: Annotated[int, Field(ge=1)] | None = Field(
+    back_in_service: GpuCount | None = Field(
         default=None, description="GPUs out of service returned to service")
     repair: DurationDistribution | None = Field(
         default=None, description="With out_of_service: each GPU returns after a draw from this")
@@ -261,7 +265,7 @@ class Order(Frozen):
     """GPUs ordered on a date; they arrive ``lead_time`` later, plus a random ``slip``."""
 
     at: When
-    count: Annotated[int, Field(ge=1)]
+    count: GpuCount
     lead_time: Duration = 0.0
     slip: DurationDistribution | None = None
 
@@ -278,7 +282,7 @@ class Procurement(Frozen):
 
     lookahead: Duration = Field(default=8 * 7 * 86400.0)
     threshold: Annotated[float, Field(gt=0, le=2)] = 0.8
-    order_count: Annotated[int, Field(ge=1)]
+    order_count: GpuCount
     lead_time: Duration = 0.0
     slip: DurationDistribution | None = None
     review_every: PositiveDuration = Field(default=7 * 86400.0)
@@ -293,7 +297,7 @@ class Pool(Frozen):
     name: Annotated[str, Field(min_length=1, max_length=80)]
     gpu: str = Field(description="GPU type: a catalog name or one defined under 'gpus'")
     acquisition: Acquisition = Field(default_factory=Owned)
-    count: Annotated[int, Field(ge=0, le=10_000_000)] = Field(description="GPUs at the start")
+    count: Annotated[int, Field(ge=0, le=MAX_GPUS)] = Field(description="GPUs at the start")
     changes: list[CapacityChange] = Field(default_factory=list)
     orders: list[Order] = Field(default_factory=list)
     procurement: Procurement | None = None

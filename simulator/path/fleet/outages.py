@@ -32,6 +32,7 @@ from simulator.path.outage_kernel import (
     CH_BASIS,
     CH_BLAST,
     CH_EXPO,
+    CH_HEAP,
     CH_NEXT,
     CH_POOL,
     CH_RATE,
@@ -89,7 +90,10 @@ class OutageChannels:
         self.expo = self._top_up(self.expo, CH_EXPO, draws, lambda c, n: self.outage_rngs[c].exponential(1.0, n))
         self.repair = self._top_up(self.repair, CH_REPAIR, outages,
                                    lambda c, n: np.maximum(self.repairs_dist[c].sample(self.repair_rngs[c], n), 0.0))
-        capacity = int(installed[pools].max()) + 1 if len(pools) else 1
+        # A repair is pending for each outage not yet repaired: those pending now plus at most
+        # the span's outages (and never more than the pool's GPUs).
+        pending = self.ints[:, CH_HEAP] + outages
+        capacity = int(np.minimum(installed[pools] + 1, pending + 1).max())
         if capacity > self.heap_time.shape[1]:
             grow = max(capacity, 2 * self.heap_time.shape[1])
             self.heap_time = _widen(self.heap_time, grow)
