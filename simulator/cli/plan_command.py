@@ -36,11 +36,14 @@ from simulator.cli.app import SET_HELP, PathCount, console, main, safe_dir_name
               "tell the target from twice it).")
 @click.option("--seed", type=click.IntRange(min=0), help="Root seed of the search.")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes (default: CPU count).")
+@click.option("--compare-replan", is_flag=True,
+              help="Also simulate re-planning (the pools' purchases ordered at each review from a forecast of the "
+              "demand seen so far) on the plan's fresh paths, and compare: risk, GPUs bought, cash, commitments.")
 @click.option("--no-report", is_flag=True, help="Skip report.html and plots/ of the plan's run.")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def plan_command(scenario: Path, orders, target, per, budget_usd, cash_floor_usd, review_every, actions, out, paths,
-                 seed, workers, no_report: bool, overrides, quiet: bool) -> None:
+                 seed, workers, compare_replan: bool, no_report: bool, overrides, quiet: bool) -> None:
     """Plan the orders that keep the risk of running short at or below a target in every period."""
     from simulator.output import check_output_directory
     from simulator.scenario import ScenarioError
@@ -49,9 +52,9 @@ def plan_command(scenario: Path, orders, target, per, budget_usd, cash_floor_usd
     base = load_scenario(scenario, overrides)
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-plan"
     if actions:
-        if orders or per or budget_usd is not None or cash_floor_usd is not None or review_every:
-            raise ScenarioError((), "--action plans dated additions on their own: drop --order, --per, --budget "
-                                "and --review-every, or plan orders without --action")
+        if orders or per or budget_usd is not None or cash_floor_usd is not None or review_every or compare_replan:
+            raise ScenarioError((), "--action plans dated additions on their own: drop --order, --per, --budget, "
+                                "--review-every and --compare-replan, or plan orders without --action")
         check_output_directory(directory, inputs=[scenario])
         _plan_actions(base, actions, 0.1 if target is None else target, directory, paths, seed, quiet)
         return
@@ -67,9 +70,16 @@ def plan_command(scenario: Path, orders, target, per, budget_usd, cash_floor_usd
     check_output_directory(directory, inputs=[scenario])
     with stage_progress_bar(show=not quiet) as progress:
         outcome = plan_orders(base, settings, seed=seed, workers=workers, progress=progress)
-    document = save_order_plan(directory, outcome, report=not no_report)
+        replan = None
+        if compare_replan:
+            from simulator.decisions.replan_compare import compare_replan as compare
+
+            replan = compare(outcome, base, workers=workers, progress=progress).document
+    document = save_order_plan(directory, outcome, report=not no_report, replan=replan)
     if not quiet:
         _print_plan(base.name, document)
+        if replan is not None:
+            _print_replan(replan)
         console.print(f"wrote {directory}/ (plan.json" + ("" if no_report else ", report.html") + ")",
                       markup=False, highlight=False)
 
@@ -124,6 +134,19 @@ def _print_plan(name: str, document: dict) -> None:
     for row in document["unreachable"]:
         console.print(f"cannot be met: {row['period']} ({row['risk']:.0%}): {row['reason']}", markup=False,
                       highlight=False)
+
+
+def _print_replan(replan: dict) -> None:
+    view = Table(title=f"Open-loop plan against re-planning every {replan['review_every']} "
+                 f"({replan['paths']:,} paths, the same futures)", title_justify="left", box=box.SIMPLE_HEAD)
+    for column in ("", "worst period", "GPUs bought", "committed now", "purchases", "cost P50", "lowest cash P10"):
+        view.add_column(column, justify="left" if not column else "right", no_wrap=True)
+    for key, label in (("open_loop", "open-loop"), ("replan", "re-planning")):
+        f = replan["policies"][key]
+        view.add_row(label, f"{f['risk_max']:.1%}", f"{f['gpus_ordered']['mean']:,.1f}",
+                     f"${f['committed_at_start_usd']:,.0f}", f"${f['purchases_usd']['mean']:,.0f}",
+                     f"${f['cost_usd']['p50']:,.0f}", f"${f['lowest_cash_usd']['p10']:,.0f}")
+    console.print(view)
 
 
 def _plan_actions(base, actions, target: float, directory: Path, paths, seed, quiet: bool) -> None:

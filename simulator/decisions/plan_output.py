@@ -154,10 +154,14 @@ def _power_blocked(outcome: PlanOutcome) -> dict[str, float] | None:
             "paths": int(len(peaks))}
 
 
-def save_order_plan(directory: str | Path, outcome: PlanOutcome, report: bool = True) -> dict[str, Any]:
+def save_order_plan(directory: str | Path, outcome: PlanOutcome, report: bool = True,
+                    replan: dict[str, Any] | None = None) -> dict[str, Any]:
     """Write the fresh-seed run of the plan with ``plan.json`` beside it, and its report (which
-    shows the orders and the risk per period), atomically."""
+    shows the orders and the risk per period), atomically. ``replan``: the comparison with
+    re-planning (:mod:`simulator.decisions.replan_compare`), kept under ``plan.json``'s ``replan``."""
     document = plan_document(outcome)
+    if replan is not None:
+        document["replan"] = replan
     with staged_directory(Path(directory)) as staging:
         outcome.results.write_files(staging, report=False)
         (staging / "plan.json").write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")

@@ -153,6 +153,10 @@ class CompiledScenario:
     rent_markets: tuple = ()  # (pool, scenario RentMarket)
     purchase_markets: tuple = ()  # (pool, scenario PurchaseMarket)
     month_starts_s: np.ndarray = field(default_factory=lambda: np.zeros(1))  # each calendar month's start (the first: 0)
+    min_unserved_share: float = 0.0  # the shortfall rule's tolerated unserved share (re-planning's need)
+    #: The scenario's own expected demand (at the medians of uncertain inputs) where this path's
+    #: differs: the prior a re-planning policy corrects with what the path shows (None: expected_demand).
+    prior_demand: np.ndarray | None = None
 
     def step_at_or_after(self, seconds: float) -> int:
         """The first step that starts at or after ``seconds``: where an event then takes effect."""
@@ -303,6 +307,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         usd_per_kwh=energy.usd_per_kwh,
         other_usd_s=scenario.other_costs.usd_per_month / SECONDS_PER_MONTH,
         day_offset_s=float((horizon.start - horizon.start.normalize()).total_seconds()),
+        min_unserved_share=scenario.shortfall.min_unserved_share,
     )
 
 

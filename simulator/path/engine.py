@@ -34,6 +34,7 @@ from simulator.path.fleet.autoscaler import autoscaler
 from simulator.path.fleet.contracts import start_contracts
 from simulator.path.fleet.outages import OutageChannels
 from simulator.path.fleet.procurement import dated_order, delivery_delay, procurement_policy
+from simulator.path.fleet.replan import replan_policy
 from simulator.path.intra_step import IntraStepMixer
 from simulator.path.kernels import (
     MODEL_SERVED,
@@ -371,7 +372,9 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
         for order in (o for o in plan.orders if o.pool == pool):
             delay = delivery_delay(order.lead_s, order.slip, order_rng)
             env.process(dated_order(env, fleet, pool, order.at_s, order.count, delay, on_order, lead_s=order.lead_s))
-        if info.procurement is not None:
+        if info.procurement is not None and info.procurement.policy == "replan":
+            env.process(replan_policy(env, fleet, plan, pool, order_rng, on_order, orders_log, clock.demand))
+        elif info.procurement is not None:
             env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
         if info.autoscale is not None:
             env.process(autoscaler(env, fleet, plan, pool, clock))

@@ -30,12 +30,29 @@ def plan_tables(plan: dict[str, Any] | None) -> dict[str, Any]:
         periods.append([_cell(row["period"]), _share(row["baseline"]), _share(row["planned"]), _share(row["fresh"]),
                         _cell(f"{low:.1%} – {high:.1%}"), _cell(row["status"])])
     out = {
+        "plan_replan": _replan_table(plan.get("replan")),
         "plan_orders": _table(["Pool", "Tier", "GPUs", "Ordered", "In service (P50)", "Commitment",
                                "Worth at the end"], orders) if orders else None,
         "plan_periods": _table(["Period", "Risk now", "Risk planned", "Risk on fresh seeds", "Fresh 90% interval",
                                 "Target"], periods) if periods else None,
     }
     return {name: table for name, table in out.items() if table is not None}
+
+
+def _replan_table(replan: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The open-loop plan against re-planning on the same paths (``--compare-replan``)."""
+    if not replan:
+        return None
+    rows = []
+    for key, label in (("open_loop", "Open-loop plan"), ("replan", "Re-planning every " + replan["review_every"])):
+        figures = replan["policies"][key]
+        rows.append([_cell(label), _share(figures["risk_max"]), _cell(f"{figures['gpus_ordered']['mean']:,.1f}"),
+                     {"text": money_text(figures["committed_at_start_usd"]), "negative": False},
+                     {"text": money_text(figures["purchases_usd"]["mean"]), "negative": False},
+                     {"text": money_text(figures["cost_usd"]["p50"]), "negative": False},
+                     {"text": money_text(figures["lowest_cash_usd"]["p10"]), "negative": figures["lowest_cash_usd"]["p10"] < 0}])
+    return _table(["Policy", "Worst period's risk", "GPUs bought (mean)", "Committed at the start",
+                   "Purchases (mean)", "Cost P50", "Lowest cash P10"], rows)
 
 
 def plan_summary(plan: dict[str, Any] | None) -> str | None:

@@ -17,6 +17,7 @@ its values and its path index: never on the executor, the workers or the order r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from concurrent.futures import Executor
@@ -63,6 +64,8 @@ class DesignTask:
         data["correlations"] = []
         data["variants"] = {}
         self.text = json.dumps(data)  # a fresh copy per row: json.loads is quicker than deepcopy
+        self._prior: np.ndarray | None = None  # the scenario as written's expected demand (re-planning's prior)
+        self._scenario = scenario
         self.fields = sorted(values)
         self.values = {field: np.asarray(values[field], dtype=np.float64) for field in self.fields}
         self.path_of_row = np.asarray(path_of_row, dtype=np.int64)
@@ -90,7 +93,9 @@ class DesignTask:
             exc.message += f" (set for row {row} of the sensitivity design from the field's distribution under 'uncertain')"
             exc.line = None
             raise
-        plan = compile_scenario(scenario)
+        if self._prior is None:
+            self._prior = compile_scenario(self._scenario).expected_demand
+        plan = dataclasses.replace(compile_scenario(scenario), prior_demand=self._prior)
         result = run_path(plan, seed, int(self.path_of_row[row]))
         table = path_timeseries(result, scenario, plan)
         table["path"] = row

@@ -93,6 +93,7 @@ class PathDigest:
     model_series: np.ndarray | None = None
     contracts: pd.DataFrame | None = None  # the contract book: per (contract, month)
     markets: pd.DataFrame | None = None  # rental rates where markets move: per (pool, month)
+    orders: pd.DataFrame | None = None  # every order placed on the path (dated and by a policy)
 
 
 def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool,
@@ -129,7 +130,25 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
                                 scenario.horizon.step_s, times)
         if plan.contracts or plan.contract_pipelines else None,
         markets=market_frame(result, plan) if plan.rent_markets or plan.purchase_markets else None,
+        orders=order_frame(result, plan) if result.asset_log.orders else None,
     )
+
+
+ORDER_COLUMNS = ["path", "pool", "ordered", "count", "promised", "delivered", "usd"]
+
+
+def order_frame(result: PathResult, plan: CompiledScenario) -> pd.DataFrame:
+    """The path's orders: when each was placed, how many GPUs, when promised and delivered
+    (NaT: not within the horizon), and what they cost at the pool's price."""
+    start = plan.horizon.start
+    rows = []
+    for ordered_s, promised_s, delivered_s, pool, count in result.asset_log.orders:
+        rows.append({"path": result.path, "pool": plan.pool_names[int(pool)],
+                     "ordered": start + pd.Timedelta(seconds=float(ordered_s)), "count": int(count),
+                     "promised": start + pd.Timedelta(seconds=float(promised_s)),
+                     "delivered": start + pd.Timedelta(seconds=float(delivered_s)) if np.isfinite(delivered_s) else pd.NaT,
+                     "usd": float(count) * float(plan.price_usd[int(pool)])})
+    return pd.DataFrame(rows, columns=ORDER_COLUMNS)
 
 
 def market_frame(result: PathResult, plan: CompiledScenario) -> pd.DataFrame:

@@ -14,6 +14,7 @@ each other nor any other draw of the path).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import warnings
 from collections.abc import Callable, Iterator
@@ -169,7 +170,8 @@ class PathTask:
                             "narrow it, or use a lognormal or triangular that stays in range)")
             exc.line = None
             raise
-        plan = compile_scenario(scenario)
+        # A re-planning policy forecasts from the scenario as written, not from this path's draws.
+        plan = dataclasses.replace(compile_scenario(scenario), prior_demand=self.plan.expected_demand)
         result = run_path(plan, seed, path)
         result.inputs = drawn
         return digest_path(result, scenario, plan, path < self.keep, self.need)

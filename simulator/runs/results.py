@@ -84,6 +84,7 @@ class RunAggregator:
         self._unit = _Frames()
         self._contracts = _Frames()
         self._markets = _Frames()
+        self._orders = _Frames()
         self._waits = tempfile.TemporaryFile(dir=spill_dir)  # noqa: SIM115 - closed by close()
         self._n_waits = 0
 
@@ -127,6 +128,8 @@ class RunAggregator:
             self._contracts.add(digest.contracts)
         if digest.markets is not None:
             self._markets.add(digest.markets)
+        if digest.orders is not None:
+            self._orders.add(digest.orders)
         self._pnl_pending.append(digest.pnl)
         if len(self._pnl_pending) >= _PNL_CHUNK:
             self._pnl_chunks.append(pd.concat(self._pnl_pending, ignore_index=True))
@@ -204,6 +207,9 @@ class RunAggregator:
             rates = self._markets.frame()
             if len(rates):
                 results.market_rates = rates.sort_values(["path", "pool", "month"], kind="stable", ignore_index=True)
+            orders = self._orders.frame()
+            if len(orders):
+                results.orders = orders.sort_values(["path", "ordered", "pool"], kind="stable", ignore_index=True)
             if self.need:
                 results.need = np.stack([self.need[path] for path in sorted(self.need)])
             return results
@@ -295,6 +301,9 @@ class Results:
         self.contract_book = pd.DataFrame()
         #: Every path's rental rate per month of each pool whose market moves (``markets.rent``).
         self.market_rates = pd.DataFrame()
+        #: Every path's orders (dated and placed by a procurement policy): path, pool, ordered,
+        #: count, promised, delivered (NaT: after the horizon), usd (at the pool's price).
+        self.orders = pd.DataFrame()
         #: Asked for (``simulate(need=True)``): GPUs each path lacked, ``(paths, models, slots)``.
         self.need: np.ndarray | None = None
 
@@ -340,6 +349,8 @@ class Results:
             tables["contracts.parquet"] = self.contract_book
         if len(self.market_rates):
             tables["markets.parquet"] = self.market_rates
+        if len(self.orders):
+            tables["orders.parquet"] = self.orders
         resolved = dump_scenario(scenario or self.scenario)
         extra = {"pnl.csv": self.pnl.to_csv(index=False).encode("utf-8"),
                  "statements.xlsx": workbook_bytes(self, resolved)}

@@ -33,6 +33,7 @@ from simulator.scenario.distributions import (
     duration_distribution,
 )
 from simulator.scenario.horizon import Horizon
+from simulator.scenario.procurement import MAX_GPUS, GpuCount, Order, Procurement
 from simulator.scenario.purchase_terms import PurchaseTerms
 from simulator.scenario.serving_policy import ServingPolicy
 from simulator.scenario.training import PoolTraining
@@ -46,10 +47,6 @@ from simulator.scenario.types import (
     When,
 )
 from simulator.units import SECONDS_PER_YEAR
-
-#: The most GPUs one count may hold: ten million, far above any fleet, refused by name above.
-MAX_GPUS = 10_000_000
-GpuCount = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 
 
 class Owned(Frozen):
@@ -259,36 +256,6 @@ class CapacityChange(Frozen):
     def service_delta(self) -> int:
         """GPUs returned to service (> 0) or taken out of it (< 0)."""
         return (self.back_in_service or 0) - (self.out_of_service or 0)
-
-
-class Order(Frozen):
-    """GPUs ordered on a date; they arrive ``lead_time`` later, plus a random ``slip``."""
-
-    at: When
-    count: GpuCount
-    lead_time: Duration = 0.0
-    slip: DurationDistribution | None = None
-
-    _shorthand = field_validator("slip", mode="before")(lambda cls, v: duration_distribution(v))
-
-
-class Procurement(Frozen):
-    """Order more GPUs when the projected utilization of the pool gets too high.
-
-    Every ``review_every``, the GPUs needed over the next ``lookahead`` (from the expected
-    demand of the models that prefer this pool) are compared with the GPUs installed and on
-    order; above ``threshold``, ``order_count`` GPUs are ordered.
-    """
-
-    lookahead: Duration = Field(default=8 * 7 * 86400.0)
-    threshold: Annotated[float, Field(gt=0, le=2)] = 0.8
-    order_count: GpuCount
-    lead_time: Duration = 0.0
-    slip: DurationDistribution | None = None
-    review_every: PositiveDuration = Field(default=7 * 86400.0)
-    max_orders: Annotated[int, Field(ge=1)] | None = None
-
-    _shorthand = field_validator("slip", mode="before")(lambda cls, v: duration_distribution(v))
 
 
 class Pool(Frozen):

@@ -30,7 +30,7 @@ def dated_order(env: simpy.Environment, fleet: FleetState, pool: int, at_s: floa
 
     An order placed before the horizon (``at_s < 0``) is on order from the start and arrives
     ``at_s + delay_s`` (at the start if that is not after it)."""
-    yield env.timeout(max(0.0, at_s))
+    yield env.timeout(max(0.0, at_s - env.now))  # (a policy places its orders now: at_s is env.now)
     on_order[pool] += count
     promised = at_s + (delay_s if lead_s is None else lead_s)
     fleet.log.orders.append([at_s, promised, np.nan, pool, count])
