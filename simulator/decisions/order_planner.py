@@ -168,7 +168,7 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
         count[0] += 1
         report = (lambda done, total: progress(stage, done, total)) if progress else None
         return simulate(planned, paths=paths, seed=run_seed, executor=executor, workers=workers, progress=report,
-                        keep_paths=keep, need=need)
+                        keep_paths=keep, need=need, lean=need)  # the search's runs: risk, need and cash only
 
     baseline_run = run(base, "the fleet as it stands", seed, need=True, keep=min(n, 4))
     headroom = power_headroom(baseline_run, compile_scenario(base), grid)

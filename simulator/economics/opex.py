@@ -9,6 +9,8 @@ calendar month after the month it was set in.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import pandas as pd
 
 from simulator.scenario.economics import OpexLine
@@ -16,8 +18,16 @@ from simulator.scenario.horizon import Horizon
 
 
 def monthly_opex(lines: list[OpexLine], horizon: Horizon) -> pd.DataFrame:
-    """USD per (calendar month, line): index the months' first days, one column per line."""
-    start, end = horizon.start, horizon.end_time
+    """USD per (calendar month, line): index the months' first days, one column per line.
+
+    The table is shared by every path with the same lines and horizon (computed once per
+    process): read it, do not change it."""
+    return _monthly_opex(tuple(line.model_dump_json() for line in lines), horizon.start, horizon.end_time)
+
+
+@lru_cache(maxsize=8)
+def _monthly_opex(lines_json: tuple[str, ...], start: pd.Timestamp, end: pd.Timestamp) -> pd.DataFrame:
+    lines = [OpexLine.model_validate_json(text) for text in lines_json]
     months = pd.period_range(start, end - pd.Timedelta(1, "ns"), freq="M")
     table = pd.DataFrame(index=pd.DatetimeIndex([m.start_time for m in months], name="month"))
     for line in lines:

@@ -97,9 +97,10 @@ class PathDigest:
 
 
 def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, keep: bool,
-                need: bool = False) -> PathDigest:
+                need: bool = False, lean: bool = False) -> PathDigest:
     """Tabulate one path and reduce it; the full tables travel only when ``keep``, the GPUs
-    lacked per slot (:mod:`simulator.runs.need`) only when ``need``."""
+    lacked per slot (:mod:`simulator.runs.need`) only when ``need``, the unit economics
+    unless ``lean``."""
     times = scenario.horizon.times()
     timeseries = path_timeseries_columns(result, scenario, plan)
     jobs = job_columns(result.path, result.jobs, plan)
@@ -121,8 +122,8 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         inputs=result.inputs,
         periods=path_periods(timeseries, scenario.horizon.step_s),
         tables=tables,
-        unit=path_unit_economics(result.path, _unit_arrays(result.model_out), times, scenario,
-                                 scenario.horizon.step_s),
+        unit=None if lean else path_unit_economics(result.path, _unit_arrays(result.model_out), times, scenario,
+                                                   scenario.horizon.step_s),
         need=path_need(result.model_out, scenario.shortfall, scenario.horizon) if need else None,
         model_sums=path_model_sums(result.model_out),
         model_series=path_model_series(result.model_out),

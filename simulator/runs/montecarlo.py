@@ -51,6 +51,7 @@ def simulate(
     keep_paths: int | None = DEFAULT_KEEP_PATHS,
     precision: Precision | None = None,
     need: bool = False,
+    lean: bool = False,
 ) -> Results:
     """Simulate a scenario over Monte Carlo paths.
 
@@ -71,6 +72,8 @@ def simulate(
             DEFAULT_TARGETS`, up to 5,000 paths); giving it makes the run auto.
         need: also gather each path's GPUs lacked per model and day (``Results.need``,
             :mod:`simulator.runs.need`), as the planner does.
+        lean: skip the per-model unit economics (``unit_economics`` empty): the planner's search
+            runs read the risk, the need and the cash, not them.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -90,7 +93,7 @@ def simulate(
             f"need about {estimate_run(scenario, most, kept, local).memory_bytes / 1e9:,.1f} GB, more "
             f"than the {memory_limit_bytes() / 1e9:,.1f} GB available"), stacklevel=2)
     plan = compile_scenario(scenario)
-    task = PathTask(scenario, plan, kept, need)
+    task = PathTask(scenario, plan, kept, need, lean)
     aggregator = RunAggregator(scenario, scenario.paths, keep_paths)
     if processes and precision is None:  # a local pool: its workers write the band file themselves
         task.band_file = aggregator.stores[0][1].shared_file()
@@ -141,11 +144,13 @@ class PathTask:
     """What a worker needs to simulate any path of a run and reduce it (picklable); paths
     below ``keep`` send their full tables back too."""
 
-    def __init__(self, scenario: Scenario, plan: CompiledScenario, keep: int = 0, need: bool = False) -> None:
+    def __init__(self, scenario: Scenario, plan: CompiledScenario, keep: int = 0, need: bool = False,
+                 lean: bool = False) -> None:
         self.scenario = scenario
         self.plan = plan
         self.keep = keep
         self.need = need
+        self.lean = lean
         self.uncertain_data = scenario.model_dump(mode="json") if scenario.uncertain else None
         #: Set when the paths run in processes of this machine and the run's band store is a
         #: file: each path's band series is written there, not sent back.
@@ -161,7 +166,7 @@ class PathTask:
     def _digest(self, seed: int, path: int) -> PathDigest:
         if self.uncertain_data is None:
             return digest_path(run_path(self.plan, seed, path), self.scenario, self.plan, path < self.keep,
-                               self.need)
+                               self.need, self.lean)
         data, drawn = draw_inputs(self.uncertain_data, seed, path)
         try:
             scenario = load_scenario(data)
@@ -174,7 +179,7 @@ class PathTask:
         plan = dataclasses.replace(compile_scenario(scenario), prior_demand=self.plan.expected_demand)
         result = run_path(plan, seed, path)
         result.inputs = drawn
-        return digest_path(result, scenario, plan, path < self.keep, self.need)
+        return digest_path(result, scenario, plan, path < self.keep, self.need, self.lean)
 
 
 def draw_inputs(data: dict[str, Any], seed: int, path: int) -> tuple[dict[str, Any], dict[str, float]]:
