@@ -102,7 +102,8 @@ def _print_plan(name: str, document: dict) -> None:
             when = lands["p50"]
         else:
             when = f"{lands['p50']} (P90 {lands['p90']})"
-        orders.add_row(row["tier"], f"{row['pool']} ({row['gpu']})", f"{row['count']:,}", row["order_date"], when,
+        size = f"{row['mw']:g} MW" if row["tier"] == "power" else f"{row['count']:,}"
+        orders.add_row(row["tier"], f"{row['pool']} ({row['gpu']})", size, row["order_date"], when,
                        f"${row['cost_usd']:,.0f}")
     if not document["orders"]:
         orders.add_row("", "(no order needed)" if document["target_met"] else "(no order helps: see below)",

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
@@ -42,6 +42,8 @@ import numpy as np
 import pandas as pd
 
 from simulator.decisions.order_schedule import Candidate, Grid, Schedule, cheapest_schedule
+from simulator.decisions.plan_outcome import LEVEL, PeriodRisk, PlanOutcome
+from simulator.decisions.plan_reasons import unreachable_periods
 from simulator.decisions.plan_setup import (
     apply_schedule,
     candidates_of,
@@ -49,15 +51,14 @@ from simulator.decisions.plan_setup import (
     period_starts,
     planning_grid,
     power_headroom,
+    power_options,
 )
 from simulator.path.compiled import compile_scenario
-from simulator.runs.intervals import wilson_interval
 from simulator.runs.montecarlo import simulate
 from simulator.runs.results import Results
 from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario.plan import PlanSettings, check_plan_orders
 
-LEVEL = 0.9
 _Z = NormalDist().inv_cdf(0.5 + LEVEL / 2)  # two-sided 90%
 StageProgress = Callable[[str, int, int], None]
 
@@ -72,61 +73,6 @@ def fresh_paths(n: int) -> int:
     """Paths of the fresh-seed check: four times the search's (so its figures carry half the
     Monte Carlo error of the ones they check), at most 10,000."""
     return min(4 * n, max(n, 10_000))
-
-
-@dataclass
-class PeriodRisk:
-    """Share of paths with a material shortfall in each target period, with Wilson intervals:
-    ``lo``/``hi`` at 90% for each period alone, ``band_lo``/``band_hi`` at 90% for all periods
-    together (Bonferroni: each at 1 - 0.1 / periods), the interval the plan states."""
-
-    risk: np.ndarray
-    lo: np.ndarray
-    hi: np.ndarray
-    band_lo: np.ndarray
-    band_hi: np.ndarray
-
-    @classmethod
-    def of(cls, short: np.ndarray) -> PeriodRisk:
-        n, periods = short.shape
-        counts = short.sum(axis=0)
-        alone = np.array([wilson_interval(int(k), n, LEVEL) for k in counts]).reshape(-1, 2)
-        together = np.array([wilson_interval(int(k), n, 1 - (1 - LEVEL) / periods) for k in counts]).reshape(-1, 2)
-        return cls(counts / n, alone[:, 0], alone[:, 1], together[:, 0], together[:, 1])
-
-
-@dataclass
-class PlanOutcome:
-    """The plan, how it was found, and the run that confirms it on fresh seeds."""
-
-    scenario: Scenario  # the planned scenario
-    settings: PlanSettings
-    candidates: list[Candidate]
-    grid: Grid
-    labels: list[str]
-    starts: list[pd.Timestamp]
-    schedule: Schedule
-    paths: int
-    seed: int
-    fresh_seed: int
-    baseline: PeriodRisk
-    search: PeriodRisk
-    fresh: PeriodRisk
-    results: Results
-    unreachable: list[dict[str, str]]
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    simulations: int = 0
-    power_headroom_kw: np.ndarray | None = None  # per slot: site power the fleet as it stands leaves free
-    cash_room_usd: np.ndarray | None = None  # per month: what orders may have paid by its end (cash floor)
-
-    @property
-    def missed(self) -> np.ndarray:
-        """Periods whose risk on the confirmation paths is above the target."""
-        return self.search.risk > self.settings.target.probability + 1e-12
-
-    @property
-    def target_met(self) -> bool:
-        return not self.missed.any()
 
 
 @dataclass
@@ -173,6 +119,7 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
     baseline_run = run(base, "the fleet as it stands", seed, need=True, keep=min(n, 4))
     headroom = power_headroom(baseline_run, compile_scenario(base), grid)
     cash_room = cash_room_by_month(baseline_run, base, grid, settings)
+    upgrades = power_options(base)
     need = baseline_run.need
     baseline = PeriodRisk.of(period_shorts(baseline_run, settings.target.per, labels))
     rounds: list[dict[str, Any]] = []
@@ -185,8 +132,8 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
 
     def confirm(trial: Trial, label: str) -> Trial | None:
         trial.schedule = cheapest_schedule(candidates, grid, trial.need_q, trial.delivery, settings.budget_usd,
-                                           power_headroom_kw=headroom, cash_room_usd=cash_room)
-        key = repr(sorted(trial.schedule.orders.items()))
+                                           power_headroom_kw=headroom, cash_room_usd=cash_room, power_options=upgrades)
+        key = repr((sorted(trial.schedule.orders.items()), sorted(trial.schedule.power.items())))
         if key in seen:
             return None  # a plan already confirmed
         seen.add(key)
@@ -228,7 +175,8 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
         scenario=planned, settings=settings, candidates=candidates, grid=grid, labels=labels,
         starts=period_starts(base, settings.target.per, labels), schedule=schedule, paths=n, seed=seed,
         fresh_seed=fresh_seed, baseline=baseline, search=search, fresh=fresh, results=results, unreachable=[],
-        rounds=rounds, simulations=count[0], power_headroom_kw=headroom, cash_room_usd=cash_room)
+        rounds=rounds, simulations=count[0], power_headroom_kw=headroom, cash_room_usd=cash_room,
+        power_options=upgrades)
     outcome.unreachable = unreachable_periods(outcome, base, need)
     return outcome
 
@@ -241,6 +189,9 @@ def _dated(scenario: Scenario, grid: Grid, candidates: list[Candidate], schedule
             offset = grid.month_start_s[index] if c.kind == "on_demand" else grid.order_s[index]
             out.append({"pool": c.pool, "count": n * c.step,
                         "at": (scenario.horizon.start + pd.Timedelta(seconds=float(offset))).strftime("%Y-%m-%d")})
+    for name, index in schedule.power.items():
+        out.append({"power": name,
+                    "at": (scenario.horizon.start + pd.Timedelta(seconds=float(grid.order_s[index]))).strftime("%Y-%m-%d")})
     return out
 
 
@@ -319,71 +270,6 @@ def _cover(block: np.ndarray, q: float) -> tuple[float, np.ndarray]:
     they cover on every day."""
     level = np.quantile(block, q, axis=0, method="inverted_cdf")
     return float((block <= level[None] + 1e-9).all(axis=(1, 2)).mean()), level
-
-
-def unreachable_periods(outcome: PlanOutcome, base: Scenario, need: np.ndarray) -> list[dict[str, str]]:
-    """Each period still above the target on the confirmation paths, and why (per model short)."""
-    out = []
-    models = [model.name for model in base.models]
-    for p in np.flatnonzero(outcome.missed):
-        slots = np.flatnonzero(outcome.grid.period_of_slot == p)
-        reasons = [f"{models[m]}: {_why(outcome, base, m, slots)}" for m in range(len(models))
-                   if need[:, m, slots].any()]
-        if not reasons:
-            reasons = [f"P(short) {outcome.search.risk[p]:.1%} with no GPUs missing: latency (SLO) shortfalls, "
-                       "which more GPUs on these candidates do not remove"]
-        out.append({"period": outcome.labels[p], "risk": round(float(outcome.search.risk[p]), 4),
-                    "reason": "; ".join(reasons)})
-    return out
-
-
-def _why(outcome: PlanOutcome, base: Scenario, m: int, slots: np.ndarray) -> str:
-    candidates, grid, schedule = outcome.candidates, outcome.grid, outcome.schedule
-    serving = [c for c in candidates if c.eff[m] > 0]
-    if not serving:
-        return "no order candidate serves it"
-    uncovered = schedule.uncovered[m, slots] > 1e-3
-    if uncovered.any():
-        start = grid.slot_start_s[slots[int(np.flatnonzero(uncovered)[0])]]
-        level = 1.0 - outcome.settings.target.probability
-        earliest, pool = min((c.lead_s + c.slip_quantile(level) if c.kind == "owned" else c.lead_s, c.pool)
-                             for c in serving)
-        if earliest > start + 1e-6:
-            when = (base.horizon.start + pd.Timedelta(seconds=earliest)).strftime("%Y-%m-%d")
-            return f"nothing ordered at the start can be in service before {when} ({pool})"
-        room = outcome.power_headroom_kw
-        slot = slots[int(np.flatnonzero(uncovered)[0])]
-        powered = [c for c in serving if c.kind == "owned" and c.kw_per_gpu > 0]
-        if room is not None and np.isfinite(room[slot]) and powered:
-            planned_kw = sum(c.kw_per_gpu * schedule.gpus(c) for c in powered)
-            if room[slot] - planned_kw < min(c.kw_per_gpu * c.step for c in powered):
-                return (f"the site's power cap: {room[slot]:,.0f} kW free then for new GPUs, "
-                        f"{planned_kw:,.0f} kW of them planned")
-        cash = outcome.cash_room_usd
-        if cash is not None:
-            month = int(grid.month_of_slot[slot])
-            if cash[month] < schedule.cost_usd + min(_one_order_usd(c, grid) for c in serving):
-                floor = outcome.settings.cash_floor_usd
-                when = (base.horizon.start + pd.Timedelta(seconds=float(grid.month_start_s[month]))).strftime("%Y-%m")
-                return (f"cash: the orders it needs cannot be paid by {when} and keep cash above "
-                        f"${floor:,.0f} (${max(cash[month], 0.0):,.0f} free then, P{round(100 * outcome.settings.cash_quantile)} path)")
-        budget = outcome.settings.budget_usd
-        if budget is not None and budget - schedule.cost_usd < min(_one_order_usd(c, grid) for c in serving):
-            return f"the budget (${budget:,.0f}) is spent"
-        return "the candidates' maximum is not enough (" + ", ".join(f"{c.pool}: {c.max:,} GPUs" for c in serving) + ")"
-    return (f"P(short) {outcome.search.risk[outcome.grid.period_of_slot[slots[0]]]:.1%} after {len(outcome.rounds)} "
-            "rounds: the rest comes from what more GPUs on these candidates do not remove (delivery slips, "
-            "failures, demand within a day)")
-
-
-def _one_order_usd(candidate: Candidate, grid: Grid) -> float:
-    """About what one more order of the candidate commits (a purchase at its price, a
-    reservation's first term, a month's rent)."""
-    if candidate.kind == "owned":
-        return candidate.step * candidate.price_usd
-    if candidate.kind == "reserved":
-        return candidate.step * candidate.usd_per_gpu_s * float(candidate.reserve_end_s[0] - candidate.lead_s)
-    return candidate.step * candidate.usd_per_gpu_s * float(np.min(grid.month_end_s - grid.month_start_s))
 
 
 __all__ = ["PeriodRisk", "PlanOutcome", "auto_paths", "covering_need", "period_shorts", "plan_orders"]

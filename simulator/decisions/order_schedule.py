@@ -21,7 +21,13 @@ of its term; a rental in its month (from ``lead`` in the first). Subject to
     Σ_m y[c, m, t] ≤ step_c · Σ (orders of c in service at t)   every candidate and slot
     Σ_d x[c, d] ≤ max_c / step_c  (owned, reserved);  x[c, mo] ≤ max_c / step_c  (rentals)
     Σ cost · x ≤ budget                                           when a budget is given
-    Σ kW_c · step_c · (owned orders of c in service at t) ≤ headroom[t]   under a site power cap
+    Σ kW_c · step_c · (owned orders of c in service at t) ≤ headroom[t] + Σ kW_u · (upgrades in at t)
+    Σ_d u[j, d] ≤ 1                                               each power upgrade on offer
+
+where ``u[j, d]`` (binary) orders power upgrade ``j`` on review date ``d``: energized ``lead +
+slip quantile`` later, it raises the headroom of every later slot; it costs what it is used up
+within the horizon (its price × the share of its life then past: the plant stays on the books
+at its remaining value, as a GPU counts its value at the end);
 
 the program is solved twice: first for the least uncovered need (``Σ s``: zero when the need
 can be met), then for the least cost keeping that coverage. So the result is the exact optimum
@@ -73,6 +79,21 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class PowerOption:
+    """A site power upgrade on offer (``power.upgrades`` without ``at``)."""
+
+    name: str
+    kw: float
+    cost_usd: float
+    lead_s: float
+    slip: object | None
+    life_s: float
+
+    def slip_quantile(self, q: float) -> float:
+        return 0.0 if self.slip is None else float(self.slip.quantile(q))
+
+
+@dataclass(frozen=True)
 class Grid:
     """Where the schedule lives: planning slots, review dates, calendar months."""
 
@@ -95,6 +116,8 @@ class Schedule:
     uncovered: np.ndarray  # (models, slots): need left uncovered
     status: str
     burst_usd: dict[str, float] = field(default_factory=dict)  # a burst pool's expected rent, by pool
+    power: dict[str, int] = field(default_factory=dict)  # power upgrades ordered: name -> review date index
+    power_usd: dict[str, float] = field(default_factory=dict)  # what each counts in the cost (used up in the horizon)
 
     def gpus(self, candidate: Candidate) -> int:
         return sum(n for _, n in self.orders.get(candidate.pool, [])) * candidate.step
@@ -134,7 +157,8 @@ def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_lev
 
 def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray, delivery_level: np.ndarray,
                       budget_usd: float | None = None, time_limit_s: float = 60.0,
-                      power_headroom_kw: np.ndarray | None = None, cash_room_usd: np.ndarray | None = None) -> Schedule:
+                      power_headroom_kw: np.ndarray | None = None, cash_room_usd: np.ndarray | None = None,
+                      power_options: list[PowerOption] | None = None) -> Schedule:
     """The cheapest whole-order schedule covering ``need`` ``(models, slots)`` as far as it can
     be covered (see the module docstring). ``delivery_level[p]``: the slip quantile that
     times deliveries for slots of period ``p``. ``power_headroom_kw`` (per slot): the site power
@@ -168,6 +192,17 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
         ids = np.array([add_var("order", c, int(i), float(k), most, True) for i, k in zip(index, cost, strict=True)],
                        dtype=np.int64)
         order_vars.append((ids, index, cost, serving))
+    upgrade_vars = []  # (option, variable ids, review date index, in at each slot (variables, slots))
+    if power_headroom_kw is not None:
+        for j, option in enumerate(power_options or []):
+            slip = np.array([option.slip_quantile(q) for q in delivery_level])[grid.period_of_slot[slots]]
+            energized = grid.order_s[:, None] + option.lead_s + slip[None, :]
+            serving = energized <= grid.slot_start_s[slots][None, :] + _EPS
+            median = grid.order_s + option.lead_s + option.slip_quantile(0.5)
+            used = option.cost_usd * np.clip((grid.horizon_s - median) / option.life_s, 0.0, 1.0)
+            dates = np.flatnonzero(serving.any(axis=1))
+            ids = np.array([add_var("power", j, int(d), float(used[d]), 1, True) for d in dates], dtype=np.int64)
+            upgrade_vars.append((option, ids, dates, serving[dates]))
     y = {}
     slot_s = grid.slot_end_s[slots] - grid.slot_start_s[slots]
     for c, candidate in enumerate(candidates):
@@ -224,11 +259,24 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
                 active = ids[serving[:, t]]
                 rows.extend([n_rows] * len(active)), cols.extend(active.tolist())
                 vals.extend([candidate.kw_per_gpu * candidate.step] * len(active))
+            for option, ids, _, serving in upgrade_vars:  # an upgrade energized by then adds its power
+                active = ids[serving[:, t]]
+                rows.extend([n_rows] * len(active)), cols.extend(active.tolist())
+                vals.extend([-option.kw] * len(active))
             lower_b.append(-np.inf), upper_b.append(max(room, 0.0))
+            n_rows += 1
+    for _, ids, _, _ in upgrade_vars:  # each upgrade ordered once at most
+        if len(ids):
+            rows.extend([n_rows] * len(ids)), cols.extend(ids.tolist()), vals.extend([1.0] * len(ids))
+            lower_b.append(-np.inf), upper_b.append(1.0)
             n_rows += 1
     # What the orders have paid by each month's end stays within the cash room.
     if cash_room_usd is not None:
         paid = payments_by_month(candidates, grid, slots, columns, order_vars, y)
+        for option, ids, dates, _ in upgrade_vars:  # an upgrade is paid in full when energized (its median)
+            for var, d in zip(ids, dates, strict=True):
+                energized = grid.order_s[d] + option.lead_s + option.slip_quantile(0.5)
+                paid[var] = np.where(energized < grid.month_end_s, option.cost_usd, 0.0)
         for k in range(len(grid.month_start_s)):
             room = float(cash_room_usd[k])
             if not np.isfinite(room):
@@ -267,6 +315,10 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
             m, t = payload
             uncovered[m, slots[t]] = max(0.0, float(result.x[position]))
     spent = float(sum(cost_vec[i] * x[i] for i, (kind, _, _) in enumerate(columns) if kind == "order"))
+    power, power_usd = {}, {}
+    for position, (kind, j, d) in enumerate(columns):
+        if kind == "power" and x[position] > 0:
+            power[power_options[j].name], power_usd[power_options[j].name] = d, float(cost_vec[position])
     burst = {candidates[c].pool: 0.0 for c in range(len(candidates)) if candidates[c].kind == "burst"}
     for position, (kind, c, _) in enumerate(columns):
         if kind == "y" and candidates[c].kind == "burst":
@@ -276,8 +328,8 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
             given = sum((np.maximum(result.x[y[c, m]], 0.0) for m in needing if (c, m) in y), np.zeros(n_t))
             orders = int(np.ceil(float(given.max(initial=0.0)) / candidate.step - _EPS))
             chosen[candidate.pool] = [(0, orders)] if orders > 0 else []
-    return Schedule({pool: sorted(v) for pool, v in chosen.items()}, spent + sum(burst.values()), uncovered,
-                    result.message, burst)
+    return Schedule({pool: sorted(v) for pool, v in chosen.items()}, spent + sum(burst.values()) + sum(power_usd.values()),
+                    uncovered, result.message, burst, power, power_usd)
 
 
 def payments_by_month(candidates: list[Candidate], grid: Grid, slots: np.ndarray, columns: list, order_vars: list,
@@ -312,4 +364,4 @@ def payments_by_month(candidates: list[Candidate], grid: Grid, slots: np.ndarray
     return out
 
 
-__all__ = ["Candidate", "Grid", "Schedule", "cheapest_schedule", "in_service", "payments_by_month"]
+__all__ = ["Candidate", "Grid", "PowerOption", "Schedule", "cheapest_schedule", "in_service", "payments_by_month"]

@@ -17,7 +17,7 @@ from simulator.decisions.order_schedule import Candidate
 from simulator.output import staged_directory
 from simulator.units import format_duration
 
-_TIER = {"owned": "buy", "reserved": "reserve", "on_demand": "rent", "burst": "burst"}
+_TIER = {"owned": "buy", "reserved": "reserve", "on_demand": "rent", "burst": "burst", "power": "power"}
 
 
 def order_rows(outcome: PlanOutcome) -> list[dict[str, Any]]:
@@ -63,6 +63,17 @@ def order_rows(outcome: PlanOutcome) -> list[dict[str, Any]]:
                              "value_left_usd": 0.0, "market_value_at_end_usd": 0.0})
         else:
             rows.extend(_rental_rows(c, outcome, base, day))
+    for option in outcome.power_options:  # the site power upgrades ordered
+        if option.name not in outcome.schedule.power:
+            continue
+        placed = grid.order_s[outcome.schedule.power[option.name]]
+        used = outcome.schedule.power_usd[option.name]
+        rows.append({"pool": option.name, "gpu": "site power", "tier": "power", "count": 0, "mw": option.kw / 1000.0,
+                     "order_date": day(placed),
+                     "in_service": {f"p{q}": day(placed + option.lead_s + option.slip_quantile(q / 100)) for q in (10, 50, 90)},
+                     # committed: its price; worth at the end: its book value then (the planner counts the rest)
+                     "cost_usd": option.cost_usd, "value_left_usd": option.cost_usd - used,
+                     "market_value_at_end_usd": option.cost_usd - used})
     return sorted(rows, key=lambda row: (row["order_date"], row["pool"]))
 
 

@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 from pydantic import ValidationError
 
-from simulator.decisions.order_schedule import Candidate, Grid, Schedule
+from simulator.decisions.order_schedule import Candidate, Grid, PowerOption, Schedule
 from simulator.path.compiled import CompiledScenario
 from simulator.runs.need import slot_firsts
 from simulator.scenario import Scenario, ScenarioError
 from simulator.scenario.fleet import Order
 from simulator.scenario.plan import OrderCandidate, PlanSettings, check_plan_orders
 from simulator.serving.resolve import load_scenario
-from simulator.units import Seconds, format_duration, format_timestamp
+from simulator.units import SECONDS_PER_YEAR, Seconds, format_duration, format_timestamp
 
 #: The most GPUs one --order may add (more than any fleet; past it, money overflows a float).
 MAX_ORDER_GPUS = 10_000_000
@@ -66,6 +66,13 @@ def candidates_of(scenario: Scenario, compiled: CompiledScenario, orders: list[O
             acquisition=acquisition if kind == "burst" else None, start_count=int(pool.count),
             kw_per_gpu=float(compiled.pools[i].site_kw_per_gpu) if acquisition.type == "owned" else 0.0))
     return out
+
+
+def power_options(scenario: Scenario) -> list[PowerOption]:
+    """The site power upgrades on offer (``power.upgrades`` not ordered), in the planner's terms."""
+    return [PowerOption(name=u.name, kw=u.mw * 1000.0, cost_usd=u.cost_usd, lead_s=float(u.lead_time), slip=u.slip,
+                        life_s=u.depreciation_years * SECONDS_PER_YEAR)
+            for u in scenario.power.upgrades if u.at is None]
 
 
 def plan_settings(scenario: Scenario, orders: tuple[str, ...] = (), **given: Any) -> PlanSettings:
@@ -189,6 +196,9 @@ def apply_schedule(scenario: Scenario, candidates: list[Candidate], grid: Grid, 
                                  at(scenario, grid.order_s[date] + candidate.lead_s))
         else:
             _add_rentals(scenario, pool, candidate, grid, chosen)
+    for upgrade in data.get("power", {}).get("upgrades", []):  # the upgrades ordered: dated
+        if upgrade["name"] in schedule.power and upgrade.get("at") is None:
+            upgrade["at"] = format_timestamp(at(scenario, grid.order_s[schedule.power[upgrade["name"]]]))
     return load_scenario(data, base_dir=scenario.source_dir)
 
 

@@ -62,6 +62,18 @@ class PathAssets:
     step_s: float
     contract_terms: list = field(default_factory=list)
     contract_billing: np.ndarray | None = None  # (terms, steps) USD billed (before credits)
+    site: list = field(default_factory=list)  # power upgrades energized: (name, at s, USD, life s)
+
+
+def site_months(site: Sequence, starts_s: np.ndarray, ends_s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per month: the capex of the power upgrades energized in it, and their straight-line
+    depreciation (each from the day it is energized, over its life)."""
+    capex, depreciation = np.zeros(len(starts_s)), np.zeros(len(starts_s))
+    for _name, at_s, cost, life_s in site:
+        capex[int(month_index(starts_s, at_s))] += cost
+        covered = np.clip(np.minimum(ends_s, at_s + life_s) - np.maximum(starts_s, at_s), 0.0, None)
+        depreciation += cost * covered / life_s
+    return capex, depreciation
 
 
 def month_bounds(months: np.ndarray, terms: BookTerms) -> tuple[np.ndarray, np.ndarray]:
@@ -156,6 +168,8 @@ def _post(column: dict[str, np.ndarray], months: np.ndarray, starts_s: np.ndarra
         ledger.post(j, "cash", "ppe_cost", held.sale_proceeds[j], "investing")
         ledger.post(j, "accumulated_depreciation", "ppe_cost", held.sale_cost[j] - held.sale_book[j])
         ledger.post(j, "ppe_cost", "gain_on_sale", held.sale_proceeds[j] - held.sale_book[j])
+        ledger.post(j, "ppe_cost", "cash", column["site_capex_usd"][j] if "site_capex_usd" in column else 0.0,
+                    "investing")  # site power upgrades, paid when energized
         drawn = principal = 0.0
         for book in books:
             funded = float(gpu_cash[j].sum() if book.spec.pools is None else

@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from simulator import group_sums
-from simulator.economics.books import BookTerms, PathAssets, path_books
+from simulator.economics.books import BookTerms, PathAssets, month_bounds, path_books, site_months
 from simulator.group_sums import group_codes
 from simulator.scenario.economics import Financing, Taxes
 
@@ -94,11 +94,14 @@ def monthly_pnl(timeseries: pd.DataFrame | Mapping[str, np.ndarray], financing: 
         out[f"opex_{name}_usd"] = months.map(lines[name]).fillna(0.0).to_numpy()
     out["opex_usd"] = (np.sum([out[f"opex_{name}_usd"] for name in lines.columns], axis=0)
                        if len(lines.columns) else np.zeros(len(path)))
-    out["depreciation_amortization_usd"] = col["cost_depreciation_usd"]
-    out["ebit_usd"] = out["gross_margin_usd"] - out["rnd_compute_usd"] - out["opex_usd"]
+    site_capex, site_depreciation = _site(path, col["month"], terms, assets)
+    out["site_depreciation_usd"] = site_depreciation  # power upgrades: below gross margin, in D&A
+    out["depreciation_amortization_usd"] = col["cost_depreciation_usd"] + site_depreciation
+    out["ebit_usd"] = out["gross_margin_usd"] - out["rnd_compute_usd"] - out["opex_usd"] - site_depreciation
     out["ebitda_usd"] = out["ebit_usd"] + out["depreciation_amortization_usd"]
     out["operating_result_usd"] = out["ebit_usd"]
-    out["capex_usd"] = col["capex_usd"]
+    out["capex_usd"] = col["capex_usd"] + site_capex
+    out["site_capex_usd"] = site_capex
     booked = _books(path, col["month"], out, financing, taxes if taxes is not None else Taxes(rate=tax_rate),
                     terms, assets, time, step_s)
     out.update(booked)
@@ -116,6 +119,20 @@ def monthly_pnl(timeseries: pd.DataFrame | Mapping[str, np.ndarray], financing: 
         utilization = col["busy"] / available
     out["utilization"] = np.where(np.isnan(utilization), 0.0, utilization)
     return pd.DataFrame(out)
+
+
+def _site(path: np.ndarray, month: np.ndarray, terms: BookTerms | None,
+          assets: Mapping[int, PathAssets] | None) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's capex and depreciation of the site power upgrades energized on its path."""
+    capex, depreciation = np.zeros(len(path)), np.zeros(len(path))
+    if terms is None or not assets or not any(a.site for a in assets.values()):
+        return capex, depreciation
+    for p, rows in pd.Series(path).groupby(path, sort=False).indices.items():
+        held = assets.get(int(p))
+        if held is not None and held.site:
+            starts_s, ends_s = month_bounds(month[rows], terms)
+            capex[rows], depreciation[rows] = site_months(held.site, starts_s, ends_s)
+    return capex, depreciation
 
 
 def _cumsum_by_path(path: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -157,6 +157,8 @@ class CompiledScenario:
     #: The scenario's own expected demand (at the medians of uncertain inputs) where this path's
     #: differs: the prior a re-planning policy corrects with what the path shows (None: expected_demand).
     prior_demand: np.ndarray | None = None
+    #: Power upgrades ordered (``power.upgrades`` with ``at``): (name, ordered at s, lead s, slip, kW, USD, life s).
+    power_upgrades: tuple = ()
 
     def step_at_or_after(self, seconds: float) -> int:
         """The first step that starts at or after ``seconds``: where an event then takes effect."""
@@ -308,6 +310,9 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         other_usd_s=scenario.other_costs.usd_per_month / SECONDS_PER_MONTH,
         day_offset_s=float((horizon.start - horizon.start.normalize()).total_seconds()),
         min_unserved_share=scenario.shortfall.min_unserved_share,
+        power_upgrades=tuple((u.name, horizon.offset_of(u.at), u.lead_time, u.slip, u.mw * 1000.0, u.cost_usd,
+                              u.depreciation_years * SECONDS_PER_YEAR)
+                             for u in scenario.power.upgrades if u.at is not None),
     )
 
 

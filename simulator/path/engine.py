@@ -33,6 +33,7 @@ from simulator.path.fleet import FleetState
 from simulator.path.fleet.autoscaler import autoscaler
 from simulator.path.fleet.contracts import start_contracts
 from simulator.path.fleet.outages import OutageChannels
+from simulator.path.fleet.power import start_power
 from simulator.path.fleet.procurement import dated_order, delivery_delay, procurement_policy
 from simulator.path.fleet.replan import replan_policy
 from simulator.path.intra_step import IntraStepMixer
@@ -81,6 +82,7 @@ class PathResult:
     asset_log: AssetLog = field(default_factory=AssetLog)  # owned GPUs, sales and orders, for the books
     contracts: list = field(default_factory=list)  # each contract term run (economics.contracts.ContractTerm)
     market_rates: list = field(default_factory=list)  # (pool, rate per GPU-hour of each month) where markets move
+    power_upgrades: list = field(default_factory=list)  # (name, energized s, USD, life s) of upgrades energized
 
 
 class StepClock:
@@ -304,11 +306,6 @@ def _run_integrating_ahead(env: simpy.Environment, clock: StepClock, horizon: fl
         env.step()
 
 
-def _power_cap(env: simpy.Environment, fleet: FleetState, at_s: float, kw: float):
-    yield env.timeout(at_s)
-    fleet.set_power_cap(kw)
-
-
 def _outage_channels(plan: CompiledScenario, seed: int, path: int) -> OutageChannels:
     """Hardware failures and spot preemptions of every pool that has them."""
     channels = []
@@ -340,11 +337,7 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
     fleet.outage_pool = outages.ints[:, CH_POOL]
     clock.fleet = fleet
     horizon = plan.horizon_s
-    for at_s, kw in plan.power_caps:
-        if at_s <= 0:
-            fleet.power_cap_kw = kw
-        elif at_s < horizon:
-            env.process(_power_cap(env, fleet, at_s, kw))
+    upgrades = start_power(env, fleet, plan, seed, path)
     for pool, count in enumerate(plan.initial_count):
         if count:
             fleet.deliver(pool, int(count), starting=plan.pools[pool].starting)
@@ -409,4 +402,4 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
                       subscribers=clock.subscribers,
                       outages=int(outages.ints[:, CH_OUTAGES].sum()), repairs=int(outages.ints[:, CH_REPAIRS].sum()),
                       kernel_calls=clock.kernel_calls, asset_log=fleet.log, contracts=contract_log,
-                      market_rates=market_rates)
+                      market_rates=market_rates, power_upgrades=upgrades)

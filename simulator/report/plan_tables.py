@@ -21,7 +21,8 @@ def plan_tables(plan: dict[str, Any] | None) -> dict[str, Any]:
     for row in plan.get("orders", []):
         service = row.get("in_service", {})
         lands = service.get("p50") or (f"{service.get('from', '')} – {service.get('until', '')}")
-        orders.append([_cell(row["pool"]), _cell(row["tier"]), _cell(f"{row['count']:,}"), _cell(row["order_date"]),
+        size = f"{row['mw']:g} MW" if row["tier"] == "power" else f"{row['count']:,}"
+        orders.append([_cell(row["pool"]), _cell(row["tier"]), _cell(size), _cell(row["order_date"]),
                        _cell(lands), {"text": money_text(row["cost_usd"]), "negative": False},
                        {"text": money_text(row.get("market_value_at_end_usd", 0.0)), "negative": False}])
     periods = []

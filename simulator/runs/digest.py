@@ -207,7 +207,8 @@ def path_assets(result: PathResult, scenario: Scenario) -> PathAssets:
     if result.contracts:
         billing = contract_steps(result.contracts, result.pool_out[:, :, K.POOL_CONTRACTED],
                                  scenario.horizon.step_s)[2]
-    return PathAssets(result.asset_log, result.capex, scenario.horizon.step_s, list(result.contracts), billing)
+    return PathAssets(result.asset_log, result.capex, scenario.horizon.step_s, list(result.contracts), billing,
+                      list(result.power_upgrades))
 
 
 def training_digest(jobs: dict[str, np.ndarray], start: pd.Timestamp, named: set[str]) -> TrainingDigest | None:

@@ -33,6 +33,7 @@ from simulator.scenario.distributions import (
     duration_distribution,
 )
 from simulator.scenario.horizon import Horizon
+from simulator.scenario.power import Power, PowerCap, PowerUpgrade
 from simulator.scenario.procurement import MAX_GPUS, GpuCount, Order, Procurement
 from simulator.scenario.purchase_terms import PurchaseTerms
 from simulator.scenario.serving_policy import ServingPolicy
@@ -284,23 +285,6 @@ class Pool(Frozen):
         return isinstance(self.acquisition, Owned)
 
 
-class PowerCap(Frozen):
-    """From ``at`` on, the site draws at most ``mw`` megawatts (until the next cap)."""
-
-    at: When
-    mw: Annotated[float, Field(ge=0, allow_inf_nan=False)]
-
-
-class Power(Frozen):
-    """Site power for owned GPUs: GPUs × TDP × server power factor × PUE must fit the cap.
-
-    Deliveries that do not fit wait, reported as power-blocked GPUs, until a higher cap or a
-    retirement makes room. Rented GPUs draw on their provider's power.
-    """
-
-    caps: list[PowerCap] = Field(default_factory=list)
-
-
 class Fleet(Frozen):
     """All pools of the scenario."""
 
@@ -309,5 +293,5 @@ class Fleet(Frozen):
 
 __all__ = [
     "Acquisition", "Autoscale", "CapacityChange", "Failures", "Fleet", "OnDemand", "Order", "Owned",
-    "Pool", "Power", "PowerCap", "Procurement", "Reserved", "Spot", "StartingCohort",
+    "Pool", "Power", "PowerCap", "PowerUpgrade", "Procurement", "Reserved", "Spot", "StartingCohort",
 ]

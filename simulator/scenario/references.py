@@ -250,6 +250,13 @@ def _check_training(scenario: Scenario, pool_names: list[str]) -> None:
 
 def _check_power(scenario: Scenario) -> None:
     caps = scenario.power.caps
+    seen: set[str] = set()
+    for slot, upgrade in enumerate(scenario.power.upgrades):
+        if upgrade.name in seen:
+            raise ScenarioError(("power", "upgrades", slot, "name"), f"{upgrade.name!r} is used twice")
+        seen.add(upgrade.name)
+        if not caps:
+            raise ScenarioError(("power", "upgrades", slot), "an upgrade raises the site's power cap: give power.caps")
     if not caps:
         return
     horizon = scenario.horizon

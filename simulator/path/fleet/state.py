@@ -81,7 +81,8 @@ class FleetState:
         self.price_now = plan.price_usd.astype(np.float64).copy()  # purchase price per GPU this month
         self.depreciation_usd_s = np.zeros(n, dtype=np.float64)
         self.capex = np.zeros((plan.n_steps, n), dtype=np.float64)
-        self.power_cap_kw = np.inf
+        self.power_cap_kw = np.inf  # in force: the dated cap plus the upgrades energized
+        self.power_added_kw = 0.0  # upgrades energized so far
         self._cohorts: list[deque[Cohort]] = [deque() for _ in range(n)]
         self.log = AssetLog()
         self._waiting_power: list[deque[int]] = [deque() for _ in range(n)]
@@ -194,9 +195,18 @@ class FleetState:
         self._after_change()
 
     def set_power_cap(self, kw: float) -> None:
-        """A new site power cap from now on; waiting deliveries are installed if they fit."""
+        """A new dated site power cap from now on (the upgrades energized stay on top of it);
+        waiting deliveries are installed if they fit."""
         self._before_change()
-        self.power_cap_kw = kw
+        self.power_cap_kw = kw + self.power_added_kw
+        self._install_waiting()
+        self._after_change()
+
+    def add_power(self, kw: float) -> None:
+        """A power upgrade energized now: ``kw`` more on top of any cap, now and later."""
+        self._before_change()
+        self.power_added_kw += kw
+        self.power_cap_kw += kw
         self._install_waiting()
         self._after_change()
 
