@@ -117,3 +117,46 @@ def test_a_gpu_is_paid_and_depreciated_at_the_price_of_the_month_it_lands():
     assert pnl.loc["2026-05-01", "depreciation_amortization_usd"] == pytest.approx(may, rel=1e-9)
     prices = results.market_rates.set_index("month")["usd_per_gpu"]
     assert list(prices) == [30_000, 30_000, 30_000, 20_000, 20_000, 20_000]
+
+
+def _api_only(market: dict) -> dict:
+    # Everything served by the API: 4 req/s of 1,000 input and 200 output tokens at $1 and $4 per
+    # 1M: $0.0018 a request, 4 × 3,600 × $0.0018 = $25.92 an hour at the prices as written.
+    data = base_scenario()
+    data["horizon"] = {"start": "2026-01-15", "duration": "140d", "step": "1h"}
+    data["models"][0]["api"] = {"mode": "all", "input_usd_per_1m": 1.0, "output_usd_per_1m": 4.0}
+    data["markets"] = {"api": [{"model": "m", **market}]}
+    return data
+
+
+def _api_per_hour(results) -> pd.Series:
+    ts = results.timeseries
+    monthly = ts.assign(month=ts["time"].dt.to_period("M").dt.start_time).groupby("month")
+    return monthly["cost_api_usd"].sum() / monthly.size()
+
+
+def test_api_prices_move_by_the_month_from_dated_points():
+    # From 2026-03-01 half the prices, from 2026-04-10 (taking effect in May) 1.2 times them.
+    market = {"points": [{"at": "2026-03-01", "share": 0.5}, {"at": "2026-04-10", "share": 1.2}]}
+    per_hour = _api_per_hour(run(_api_only(market), paths=1))
+    assert np.allclose(per_hour.to_numpy(), 25.92 * np.array([1, 1, 0.5, 0.5, 1.2, 1.2]), rtol=1e-9)
+
+
+def test_api_prices_booked_follow_the_drawn_process_and_are_in_markets_parquet():
+    market = {"process": {"long_run_usd": 0.6, "reversion_per_year": 3.0, "volatility_per_year": 0.4}}
+    results = run(_api_only(market), paths=2)
+    for path in range(2):
+        drawn = results.market_rates[(results.market_rates["path"] == path) & (results.market_rates["kind"] == "api")]
+        assert (drawn["model"] == "m").all() and drawn["pool"].isna().all()
+        ts = results.timeseries[results.timeseries["path"] == path]
+        monthly = ts.assign(month=ts["time"].dt.to_period("M").dt.start_time).groupby("month")
+        per_hour = monthly["cost_api_usd"].sum() / monthly.size()
+        assert np.allclose(per_hour.to_numpy(), 25.92 * drawn["api_price_share"].to_numpy(), rtol=1e-9)
+        assert drawn["api_price_share"].iloc[0] == 1.0
+
+
+def test_an_api_market_on_a_model_without_an_api_is_refused():
+    data = _api_only({"points": [{"at": "2026-03-01", "share": 0.5}]})
+    del data["models"][0]["api"]
+    with pytest.raises(ScenarioError, match=r"markets\.api\[0\]\.model: model 'm' has no 'api' tier"):
+        simulator.load_scenario(data)

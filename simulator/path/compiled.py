@@ -152,6 +152,7 @@ class CompiledScenario:
     contract_pipelines: tuple = ()  # (pool, scenario ContractPipeline)
     rent_markets: tuple = ()  # (pool, scenario RentMarket)
     purchase_markets: tuple = ()  # (pool, scenario PurchaseMarket)
+    api_markets: tuple = ()  # (model, scenario ApiMarket)
     month_starts_s: np.ndarray = field(default_factory=lambda: np.zeros(1))  # each calendar month's start (the first: 0)
     min_unserved_share: float = 0.0  # the shortfall rule's tolerated unserved share (re-planning's need)
     #: The scenario's own expected demand (at the medians of uncertain inputs) where this path's
@@ -262,6 +263,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         contract_pipelines=tuple((index[c.pool], c) for c in scenario.contract_pipeline),
         rent_markets=tuple((index[m.pool], m) for m in scenario.markets.rent),
         purchase_markets=tuple((index[m.pool], m) for m in scenario.markets.purchase),
+        api_markets=tuple(([model.name for model in models].index(m.model), m) for m in scenario.markets.api),
         month_starts_s=_month_starts_s(horizon),
         # A pool that serves a model or holds contracts is COGS; one that does neither exists for training.
         serves_model=np.isin(np.arange(len(pools)), preferences) | np.isin(

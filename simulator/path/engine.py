@@ -107,6 +107,7 @@ class StepClock:
         self.scratch = step_scratch(len(plan.pool_names), plan.preferences.shape[0], plan.preferences.shape[1])
         # Rent per GPU-second now: the plan's, or this month's where a market moves it.
         self.cloud_usd_gpu_s = plan.cloud_usd_gpu_s.copy()
+        self.api_cost_per_request = plan.api_cost_per_request.copy()  # where API prices move (markets.api)
         # Preemption by inference: a step from ``stop_from`` on where inference needs GPUs that jobs
         # hold in a preempt pool is left for ``on_stop(step)`` to preempt at its start, first.
         self.stop_from = 0
@@ -155,7 +156,7 @@ class StepClock:
             self.fixed_revenue,
             plan.api_mode,
             plan.api_limit_per_step,
-            plan.api_cost_per_request,
+            self.api_cost_per_request,
             plan.burst,
             plan.slo_load,
             plan.slo_attainment,
@@ -371,7 +372,7 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
             env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
         if info.autoscale is not None:
             env.process(autoscaler(env, fleet, plan, pool, clock))
-    market_rates = start_markets(env, fleet, clock.cloud_usd_gpu_s, plan, seed, path)
+    market_rates = start_markets(env, fleet, clock, plan, seed, path)
     contract_log = start_contracts(env, fleet, plan, seed, path, horizon)
     if any(info.autoscale is not None and info.autoscale.policy == "predictive" for info in plan.pools):
         clock.level = [demand_factor(plan, m, seed, path) for m in range(len(plan.model_names))]

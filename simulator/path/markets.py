@@ -1,5 +1,6 @@
-"""Rental rates over the months of one path (:mod:`simulator.scenario.markets`), and the
-process that puts each month's rate into the step clock at the month's start."""
+"""Rental rates, purchase prices and API prices over the months of one path
+(:mod:`simulator.scenario.markets`), and the processes that put each month's into the step
+clock (or the fleet) at the month's start."""
 
 from __future__ import annotations
 
@@ -10,10 +11,10 @@ import pandas as pd
 import simpy
 
 from simulator.path.streams import STREAM_MARKETS, path_generator, stream_key
-from simulator.scenario.markets import RentMarket
+from simulator.scenario.markets import ApiMarket, RentMarket
 
 
-def monthly_rates(market: RentMarket, first_rate: float, month_starts: list, rng: np.random.Generator) -> np.ndarray:
+def monthly_rates(market: RentMarket | ApiMarket, first_rate: float, month_starts: list, rng: np.random.Generator) -> np.ndarray:
     """The rate per GPU-hour in each month (``month_starts``: timestamps, the horizon's first
     month first): a dated point's rate from the first month starting at or after it, or the
     process drawn from ``rng`` (its first month at ``first_rate``)."""
@@ -57,14 +58,24 @@ def price_changes(env: simpy.Environment, fleet, pool: int, starts_s: np.ndarray
         fleet.price_now[pool] = price
 
 
-def start_markets(env: simpy.Environment, fleet, rent_now: np.ndarray, plan, seed: int, path: int) -> list:
-    """Draw each moving pool's monthly rates (or purchase prices) for this path, apply the first
-    month's from the start (``rent_now``: the step clock's rent per GPU-second) and schedule the
-    others; returns ``(pool, kind, values)`` per pool, kind ``rent`` (USD per GPU-hour) or
-    ``purchase`` (USD per GPU)."""
+def api_changes(env: simpy.Environment, fleet, costs: np.ndarray, model: int, base: float, starts_s: np.ndarray,
+                shares: np.ndarray):
+    """From each month's start on, the model's API requests cost that month's share of its prices."""
+    for start, share in zip(starts_s[1:], shares[1:], strict=True):
+        yield env.timeout(max(start - env.now, 0.0))
+        fleet.set_api_cost(costs, model, base * share)
+
+
+def start_markets(env: simpy.Environment, fleet, clock, plan, seed: int, path: int) -> list:
+    """Draw each moving pool's monthly rates (or purchase prices), and each moving API's price
+    multiple, for this path, apply the first month's from the start (into the step clock's
+    rent per GPU-second and API cost per request) and schedule the others; returns ``(index,
+    kind, values)``: kind ``rent`` (a pool, USD per GPU-hour), ``purchase`` (a pool, USD per
+    GPU) or ``api`` (a model, the multiple of its API prices)."""
     out: list = []
-    if not (plan.rent_markets or plan.purchase_markets):
+    if not (plan.rent_markets or plan.purchase_markets or plan.api_markets):
         return out
+    rent_now = clock.cloud_usd_gpu_s
     fleet.cloud_rate = rent_now
     first = plan.horizon.start.to_period("M").start_time
     months = [max(first + pd.DateOffset(months=j), plan.horizon.start) for j in range(len(plan.month_starts_s))]
@@ -80,4 +91,12 @@ def start_markets(env: simpy.Environment, fleet, rent_now: np.ndarray, plan, see
         fleet.price_now[pool] = prices[0]
         out.append((pool, "purchase", prices))
         env.process(price_changes(env, fleet, pool, plan.month_starts_s, prices))
+    costs = clock.api_cost_per_request
+    for model, market in plan.api_markets:
+        rng = path_generator(seed, path, STREAM_MARKETS, stream_key("api:" + market.model))
+        shares = monthly_rates(market, 1.0, months, rng)
+        base = float(plan.api_cost_per_request[model])
+        costs[model] = base * shares[0]
+        out.append((model, "api", shares))
+        env.process(api_changes(env, fleet, costs, model, base, plan.month_starts_s, shares))
     return out

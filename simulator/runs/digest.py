@@ -130,7 +130,7 @@ def digest_path(result: PathResult, scenario: Scenario, plan: CompiledScenario, 
         contracts=contract_book(result.path, result.contracts, result.pool_out[:, :, K.POOL_CONTRACTED],
                                 scenario.horizon.step_s, times)
         if plan.contracts or plan.contract_pipelines else None,
-        markets=market_frame(result, plan) if plan.rent_markets or plan.purchase_markets else None,
+        markets=market_frame(result, plan) if plan.rent_markets or plan.purchase_markets or plan.api_markets else None,
         orders=order_frame(result, plan) if result.asset_log.orders else None,
     )
 
@@ -153,14 +153,18 @@ def order_frame(result: PathResult, plan: CompiledScenario) -> pd.DataFrame:
 
 
 def market_frame(result: PathResult, plan: CompiledScenario) -> pd.DataFrame:
-    """The path's rental rate of each moving pool in each calendar month."""
+    """The path's rental rate (or purchase price) of each moving pool, and the price multiple of
+    each moving API (``model``; ``pool`` null), in each calendar month."""
     start = plan.horizon.start
     months = [(start + pd.Timedelta(seconds=float(s))).to_period("M").start_time for s in plan.month_starts_s]
-    rows = [{"path": result.path, "pool": plan.pool_names[pool], "kind": kind, "month": month,
-             "usd_per_gpu_hour": float(value) if kind == "rent" else np.nan,
-             "usd_per_gpu": float(value) if kind == "purchase" else np.nan}
-            for pool, kind, values in result.market_rates for month, value in zip(months, values, strict=True)]
-    return pd.DataFrame(rows, columns=["path", "pool", "kind", "month", "usd_per_gpu_hour", "usd_per_gpu"])
+    rows = [{"path": result.path, "pool": plan.pool_names[index] if kind != "api" else None, "kind": kind,
+             "month": month, "usd_per_gpu_hour": float(value) if kind == "rent" else np.nan,
+             "usd_per_gpu": float(value) if kind == "purchase" else np.nan,
+             "model": plan.model_names[index] if kind == "api" else None,
+             "api_price_share": float(value) if kind == "api" else np.nan}
+            for index, kind, values in result.market_rates for month, value in zip(months, values, strict=True)]
+    return pd.DataFrame(rows, columns=["path", "pool", "kind", "month", "usd_per_gpu_hour", "usd_per_gpu", "model",
+                                       "api_price_share"])
 
 
 def book_terms(scenario: Scenario, plan: CompiledScenario) -> BookTerms:

@@ -206,7 +206,7 @@ class RunAggregator:
             results.contract_book = book
             rates = self._markets.frame()
             if len(rates):
-                results.market_rates = rates.sort_values(["path", "pool", "month"], kind="stable", ignore_index=True)
+                results.market_rates = rates.sort_values(["path", "kind", "pool", "model", "month"], kind="stable", ignore_index=True)
             orders = self._orders.frame()
             if len(orders):
                 results.orders = orders.sort_values(["path", "ordered", "pool"], kind="stable", ignore_index=True)

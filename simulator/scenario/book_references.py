@@ -45,6 +45,16 @@ def check_books(scenario: Scenario, pool_names: list[str]) -> None:
         if ("purchase", market.pool) in seen:
             raise ScenarioError(where, f"pool {market.pool!r} has two purchase markets")
         seen.add(("purchase", market.pool))
+    models = [model.name for model in scenario.models]
+    for index, market in enumerate(scenario.markets.api):
+        where = ("markets", "api", index, "model")
+        if market.model not in models:
+            raise ScenarioError(where, f"unknown model {market.model!r}; models: {', '.join(models)}")
+        if scenario.models[models.index(market.model)].api is None:
+            raise ScenarioError(where, f"model {market.model!r} has no 'api' tier whose prices could move")
+        if ("api", market.model) in seen:
+            raise ScenarioError(where, f"model {market.model!r} has two API markets")
+        seen.add(("api", market.model))
     for gpu in scenario.market_value:
         if gpu not in scenario.gpus and gpu not in BUILTIN_GPUS:
             known = ", ".join(sorted({*BUILTIN_GPUS, *scenario.gpus}))

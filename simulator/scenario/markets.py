@@ -61,9 +61,8 @@ class RentProcess(Frozen):
 
 
 class _PriceMarket(Frozen):
-    """A pool's price over time: ``points`` or a ``process``, one of the two."""
+    """A price over time: ``points`` or a ``process``, one of the two."""
 
-    pool: str
     process: RentProcess | None = None
 
     @model_validator(mode="after")
@@ -79,6 +78,7 @@ class _PriceMarket(Frozen):
 class RentMarket(_PriceMarket):
     """One rented pool's rate per GPU-hour over time."""
 
+    pool: str
     points: list[RentPoint] = Field(default_factory=list)
 
 
@@ -86,7 +86,32 @@ class PurchaseMarket(_PriceMarket):
     """One owned pool's purchase price per GPU over time (a process's ``long_run_usd`` is then a
     price per GPU)."""
 
+    pool: str
     points: list[PricePoint] = Field(default_factory=list)
+
+
+class ApiPoint(Frozen):
+    at: Instant
+    share: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = Field(
+        description="The model's API prices (input and output per 1M tokens) as a multiple of those its 'api' gives")
+
+    @property
+    def value(self) -> float:
+        return self.share
+
+
+class ApiProcess(RentProcess):
+    """The same process for an API's prices, as a multiple of the prices the model's ``api``
+    gives (``long_run_usd`` is then a multiple: 0.5, prices halve in the long run)."""
+
+
+class ApiMarket(_PriceMarket):
+    """A served model's external API prices over time: a multiple of its ``api`` prices, by
+    calendar month (input and output move together)."""
+
+    model: str
+    points: list[ApiPoint] = Field(default_factory=list)
+    process: ApiProcess | None = None
 
 
 class Markets(Frozen):
@@ -96,3 +121,6 @@ class Markets(Frozen):
     purchase: list[PurchaseMarket] = Field(
         default_factory=list, description="Purchase prices of owned pools: a GPU is paid (and depreciates) at "
         "the price of the month it is delivered")
+    api: list[ApiMarket] = Field(
+        default_factory=list, description="External API prices of served models, as a multiple of their 'api' "
+        "prices by calendar month")

@@ -185,6 +185,13 @@ class FleetState:
         self.cloud_rate[pool] = usd_per_gpu_s
         self._after_change()
 
+    def set_api_cost(self, costs, model: int, usd_per_request: float) -> None:
+        """From now on the model's external API charges this per request (``costs``: the step
+        clock's array)."""
+        self._before_change()
+        costs[model] = usd_per_request
+        self._after_change()
+
     def hold_for_contract(self, pool: int, gpus: int, usage: float) -> None:
         """From now on ``gpus`` more GPUs of ``pool`` are held for a contract (fewer: released)."""
         self._before_change()
