@@ -84,6 +84,7 @@ class PoolPlan:
     starting: StartingCohort | None  # owned pools: how the starting GPUs are paid and depreciated
     procurement: Procurement | None
     site_kw_per_gpu: float
+    availability: object | None = None  # on-demand: the provider's Availability (None: always filled)
 
 
 @dataclass(frozen=True)
@@ -376,6 +377,7 @@ def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
         starting=acquisition.starting_terms(horizon, pool.count) if isinstance(acquisition, Owned) else None,
         procurement=pool.procurement,
         site_kw_per_gpu=scenario.site_kw_per_gpu(pool.gpu) if pool.owned else 0.0,
+        availability=acquisition.availability if isinstance(acquisition, OnDemand) else None,
     )
 
 

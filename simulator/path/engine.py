@@ -31,10 +31,15 @@ from simulator.economics.assets import AssetLog
 from simulator.path.compiled import CompiledScenario
 from simulator.path.fleet import FleetState
 from simulator.path.fleet.autoscaler import autoscaler
+from simulator.path.fleet.changes import scheduled_change, start_changes
 from simulator.path.fleet.contracts import start_contracts
 from simulator.path.fleet.outages import OutageChannels
 from simulator.path.fleet.power import start_power
-from simulator.path.fleet.procurement import dated_order, delivery_delay, procurement_policy
+from simulator.path.fleet.procurement import (
+    dated_order,
+    delivery_delay,
+    procurement_policy,
+)
 from simulator.path.fleet.replan import replan_policy
 from simulator.path.intra_step import IntraStepMixer
 from simulator.path.kernels import (
@@ -51,9 +56,9 @@ from simulator.path.streams import (
     STREAM_FAILURES,
     STREAM_ORDERS,
     STREAM_PREEMPTION,
-    STREAM_SERVICE,
     STREAM_VOLATILITY,
     path_generator,
+    stream_key,
 )
 from simulator.path.training.driver import CompiledTraining
 from simulator.path.training.loop_layout import SEQ_BITS
@@ -254,36 +259,6 @@ def demand_factor(plan: CompiledScenario, model: int, seed: int, path: int) -> n
     return volatility_factor(volatility, plan.horizon, rng)
 
 
-def _scheduled_change(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, delta: int):
-    yield env.timeout(at_s)
-    if delta > 0:
-        fleet.deliver(pool, delta)
-    else:
-        fleet.remove(pool, -delta)
-
-
-def _service_change(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, service: int,
-                    repairs: np.ndarray | None):
-    """GPUs out of service at ``at_s`` (back after ``repairs`` seconds each, if given), or back."""
-    yield env.timeout(at_s)
-    if service > 0:
-        fleet.return_to_service(pool, service)
-        return
-    taken = fleet.take_out_of_service(pool, -service)
-    if repairs is None:
-        return
-    # The GPUs actually taken come back, each after its own repair time, grouped by instant.
-    times, counts = np.unique(repairs[:taken], return_counts=True)
-    for after_s, count in zip(times, counts, strict=True):
-        if at_s + after_s < fleet.plan.horizon_s:
-            env.process(_return_after(env, fleet, pool, float(after_s), int(count)))
-
-
-def _return_after(env: simpy.Environment, fleet: FleetState, pool: int, after_s: float, count: int):
-    yield env.timeout(after_s)
-    fleet.return_to_service(pool, count)
-
-
 def _no_training(plan: CompiledScenario) -> tuple[np.ndarray, np.ndarray]:
     return np.zeros(plan.n_steps, dtype=np.int64), np.zeros(plan.n_steps, dtype=np.int64)
 
@@ -342,26 +317,14 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
     for pool, count in enumerate(plan.initial_count):
         if count:
             fleet.deliver(pool, int(count), starting=plan.pools[pool].starting)
-    service_rngs: dict[int, np.random.Generator] = {}
-    for change in plan.changes:
-        repairs = None
-        if change.repair is not None:  # drawn in the pool's order of changes, whatever the horizon
-            rng = service_rngs.get(change.pool)
-            if rng is None:
-                rng = service_rngs[change.pool] = path_generator(seed, path, STREAM_SERVICE, plan.pools[change.pool].key)
-            repairs = np.maximum(np.asarray(change.repair.sample(rng, -change.service), dtype=float), 0.0)
-        if change.at_s < horizon:
-            if change.service:
-                env.process(_service_change(env, fleet, change.pool, change.at_s, change.service, repairs))
-            else:
-                env.process(_scheduled_change(env, fleet, change.pool, change.at_s, change.delta))
+    start_changes(env, fleet, plan, seed, path)
     on_order = np.zeros(len(plan.pool_names), dtype=np.int64)
     orders_log: list = []
     for pool, info in enumerate(plan.pools):
         if info.reserved_start_s > 0 and info.reserved_start_s < horizon:
-            env.process(_scheduled_change(env, fleet, pool, info.reserved_start_s, int(plan.pools_count[pool])))
+            env.process(scheduled_change(env, fleet, pool, info.reserved_start_s, int(plan.pools_count[pool])))
         if info.reserved_end_s < horizon:
-            env.process(_scheduled_change(env, fleet, pool, info.reserved_end_s, -int(plan.pools_count[pool])))
+            env.process(scheduled_change(env, fleet, pool, info.reserved_end_s, -int(plan.pools_count[pool])))
         order_rng = path_generator(seed, path, STREAM_ORDERS, info.key)
         for order in (o for o in plan.orders if o.pool == pool):
             delay = delivery_delay(order.lead_s, order.slip, order_rng)
@@ -371,7 +334,9 @@ def run_path(plan: CompiledScenario, seed: int, path: int, training_loop: str = 
         elif info.procurement is not None:
             env.process(procurement_policy(env, fleet, plan, pool, order_rng, on_order, orders_log))
         if info.autoscale is not None:
-            env.process(autoscaler(env, fleet, plan, pool, clock))
+            fill_rng = (path_generator(seed, path, STREAM_ORDERS, stream_key("fill:" + info.name))
+                        if info.availability is not None else None)
+            env.process(autoscaler(env, fleet, plan, pool, clock, fill_rng))
     market_rates = start_markets(env, fleet, clock, plan, seed, path)
     contract_log = start_contracts(env, fleet, plan, seed, path, horizon)
     if any(info.autoscale is not None and info.autoscale.policy == "predictive" for info in plan.pools):

@@ -147,6 +147,16 @@ class Autoscale(Frozen):
         return 3600.0 if self.policy == "reactive" else 0.0
 
 
+class Availability(Frozen):
+    """Whether the provider has the GPUs when asked: each request (an autoscaler's scale-up, a
+    dated ``add``) is filled with ``fill_probability``, else not at all; an autoscaler asks again
+    at its next decision, a dated ``add`` every ``retry`` until filled (or the horizon ends)."""
+
+    fill_probability: Annotated[float, Field(gt=0, le=1, allow_inf_nan=False)] = Field(
+        description="Share of requests for rental GPUs the provider fills")
+    retry: PositiveDuration = Field(default=86400.0, description="A dated add not filled is asked again this later")
+
+
 class OnDemand(Frozen):
     """Rented GPUs: paid per GPU-hour while held; energy and facility are in the price."""
 
@@ -162,6 +172,8 @@ class OnDemand(Frozen):
     )
     provisioning_delay: Duration = Field(default=0.0, description="From request to GPUs in service")
     autoscale: Autoscale | None = None
+    availability: Availability | None = Field(
+        default=None, description="Stock-outs: requests the provider does not fill (default: always filled)")
 
 
 class Reserved(Frozen):
@@ -292,6 +304,6 @@ class Fleet(Frozen):
 
 
 __all__ = [
-    "Acquisition", "Autoscale", "CapacityChange", "Failures", "Fleet", "OnDemand", "Order", "Owned",
+    "Acquisition", "Autoscale", "Availability", "CapacityChange", "Failures", "Fleet", "OnDemand", "Order", "Owned",
     "Pool", "Power", "PowerCap", "PowerUpgrade", "Procurement", "Reserved", "Spot", "StartingCohort",
 ]

@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections import deque
 
+import numpy as np
 import simpy
 
 from simulator.path.compiled import CompiledScenario
@@ -38,8 +39,10 @@ from simulator.path.fleet.state import FleetState
 from simulator.path.placement import most_gpus_wanted_on
 
 
-def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario, pool: int, clock):
-    """Hold the GPUs the pool's policy wants (see module docstring)."""
+def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario, pool: int, clock,
+               fill_rng: np.random.Generator | None = None):
+    """Hold the GPUs the pool's policy wants (see module docstring); a scale-up the provider
+    does not fill (``availability``, drawn from ``fill_rng``) is asked again at the next decision."""
     info = plan.pools[pool]
     policy = info.autoscale
     interval = policy.interval or plan.step_s
@@ -51,6 +54,9 @@ def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario
     requests: deque[list] = deque()  # [arrival time, GPUs] asked and not yet in service
     last_action = -math.inf
     recent: deque[tuple[float, int]] = deque()  # (decision time, GPUs wanted), for scale-down
+
+    def filled() -> bool:
+        return info.availability is None or bool(fill_rng.random() < info.availability.fill_probability)
 
     def arrive_due() -> None:
         """Put in service every request due by now (a decision at an arrival's instant sees it)."""
@@ -84,7 +90,9 @@ def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario
         if now - last_action >= cooldown - 1e-9:
             installed = int(fleet.installed[pool])
             pending = sum(count for _, count in requests)
-            if desired > installed + pending:
+            if desired > installed + pending and not filled():
+                pass  # the provider is out of stock: asked again at the next decision
+            elif desired > installed + pending:
                 more = desired - installed - pending
                 last_action = now
                 if delay > 0:
