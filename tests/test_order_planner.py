@@ -427,3 +427,37 @@ def test_a_plan_keeps_cash_above_its_floor_and_names_what_it_cannot_afford():
     assert any("cash" in row["reason"] for row in tight["unreachable"])
     loose = plan(0)
     assert sum(o["count"] for o in loose["orders"]) == 12 and loose["target_met"]
+
+
+@pytest.mark.parametrize(("decay", "markets", "tier"), [
+    (0.95, {"rent": [{"pool": "rented", "points": [{"at": "2026-10-01", "usd_per_gpu_hour": 8.0}]}]}, "buy"),
+    (0.95, {"rent": [{"pool": "rented", "points": [{"at": "2026-10-01", "usd_per_gpu_hour": 6.0}]}]}, "rent"),
+    (0.5, {"purchase": [{"pool": "a", "points": [{"at": "2026-01-01", "usd": 80_000}]}]}, "rent"),
+    (0.5, {"purchase": [{"pool": "a", "points": [{"at": "2026-01-01", "usd": 60_000}]}]}, "buy"),
+])
+def test_the_planner_prices_orders_at_the_market_of_their_month(decay, markets, tier):
+    # The case above (12 GPUs for the last 92 days, landing October 1), with prices that move.
+    # At d = 0.95 a GPU bought at $30,000 nets $15,893; renting from October at $8/h costs
+    # 92 × 24 × 8 = $17,664 (buy), at $6/h $13,248 (rent). At d = 0.5 buying nets the
+    # October price × (1 − 0.5^0.2519) = 0.1602 × price: $12,816 at $80,000 (rent beats $11,040),
+    # $9,612 at $60,000 (buy). (Prices that rise only later would be beaten by buying early.)
+    age = 92 / 365.25
+    assert 30_000 * (1 - 0.05**age) == pytest.approx(15_893, abs=1)
+    assert 80_000 * (1 - 0.5**age) == pytest.approx(12_816, abs=1)
+    data = _scenario(step_at="2026-10-01", duration="365d")
+    data["fleet"]["pools"].append({"name": "rented", "gpu": "H100", "count": 0,
+                                   "acquisition": {"type": "on_demand", "usd_per_gpu_hour": 5.0}})
+    data["models"][0]["pools"] = ["a", "rented"]
+    data["market_value"] = {"H100": {"decay_per_year": decay}}
+    data["markets"] = markets
+    outcome = _plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "30d"},
+                           {"pool": "rented", "step": 4, "max": 16}])
+    document = plan_document(outcome)
+    assert {o["tier"] for o in document["orders"]} == {tier}
+    if tier == "rent":
+        rate = 6.0 if "rent" in markets else 5.0
+        assert document["cost"]["orders_commit_usd"] == pytest.approx(12 * 92 * 24 * rate)
+    else:
+        price = 30_000 if "rent" in markets else 60_000
+        assert document["cost"]["market_value_at_end_usd"] == pytest.approx(12 * price * (1 - decay) ** age, rel=1e-9)
+    assert document["target_met"]

@@ -52,6 +52,7 @@ from simulator.decisions.plan_setup import (
     planning_grid,
     power_headroom,
     power_options,
+    priced_by_markets,
 )
 from simulator.path.compiled import compile_scenario
 from simulator.runs.montecarlo import simulate
@@ -119,6 +120,7 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
     baseline_run = run(base, "the fleet as it stands", seed, need=True, keep=min(n, 4))
     headroom = power_headroom(baseline_run, compile_scenario(base), grid)
     cash_room = cash_room_by_month(baseline_run, base, grid, settings)
+    candidates = priced_by_markets(candidates, baseline_run, base, grid)
     upgrades = power_options(base)
     need = baseline_run.need
     baseline = PeriodRisk.of(period_shorts(baseline_run, settings.target.per, labels))

@@ -68,14 +68,33 @@ class Candidate:
     acquisition: object | None = None  # burst: the pool's own terms (its autoscaler), restored with the planned cap
     start_count: int = 0  # burst: the pool's own starting count
     kw_per_gpu: float = 0.0  # owned: site power per GPU (TDP × server factor × PUE), against the power cap
+    #: Where the pool's market moves (``markets``): the mean over the need run's paths of its
+    #: rent per GPU-second (rented) or price per GPU (owned) in each calendar month of the grid.
+    rent_by_month: np.ndarray | None = None
+    price_by_month: np.ndarray | None = None
 
     def slip_quantile(self, q: float) -> float:
         return 0.0 if self.slip is None else float(self.slip.quantile(q))
 
-    def resale_usd(self, age_s: np.ndarray | float) -> np.ndarray:
-        """What one owned GPU of this age would fetch at the horizon's end (0 without a curve)."""
+    def rent(self, months: np.ndarray) -> np.ndarray:
+        """Rent per GPU-second in each of ``months`` (indices into the grid's months)."""
+        months = np.asarray(months, dtype=np.int64)
+        return self.rent_by_month[months] if self.rent_by_month is not None else np.full(months.shape, self.usd_per_gpu_s)
+
+    def price(self, at_s: np.ndarray | float, grid: Grid) -> np.ndarray:
+        """Purchase price per GPU of one delivered at ``at_s`` (its month's, where prices move)."""
+        at = np.asarray(at_s, dtype=np.float64)
+        if self.price_by_month is None:
+            return np.full(at.shape, self.price_usd)
+        month = np.clip(np.searchsorted(grid.month_start_s, at, side="right") - 1, 0, len(self.price_by_month) - 1)
+        return self.price_by_month[month]
+
+    def resale_usd(self, age_s: np.ndarray | float, price: np.ndarray | float | None = None) -> np.ndarray:
+        """What one owned GPU of this age (bought at ``price``, default the pool's) would fetch at
+        the horizon's end (0 without a curve)."""
         age = np.asarray(age_s, dtype=np.float64)
-        return self.price_usd * self.market.share(age) if self.market is not None else np.zeros_like(age)
+        paid = self.price_usd if price is None else price
+        return paid * self.market.share(age) if self.market is not None else np.zeros_like(age)
 
 
 @dataclass(frozen=True)
@@ -134,7 +153,7 @@ def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_lev
         months = np.arange(len(grid.month_start_s))
         begin = np.maximum(grid.month_start_s, candidate.lead_s)
         hours = np.maximum(grid.month_end_s - begin, 0.0)
-        cost = candidate.step * candidate.usd_per_gpu_s * hours
+        cost = candidate.step * candidate.rent(months) * hours
         serving = (grid.month_of_slot[slots][None, :] == months[:, None]) & (starts[None, :] >= begin[:, None] - _EPS)
         return months, cost, serving
     dates = np.arange(len(grid.order_s))
@@ -148,10 +167,12 @@ def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_lev
     serving = arrival <= starts[None, :] + _EPS
     median = grid.order_s + candidate.lead_s + candidate.slip_quantile(0.5)
     held_s = np.maximum(grid.horizon_s - median, 0.0)
-    cost = candidate.step * (candidate.price_usd - candidate.resale_usd(held_s) + candidate.usd_per_gpu_s * held_s)
-    # Orders that serve the same slots: only the latest is worth placing (it costs the least).
+    price = candidate.price(median, grid)
+    cost = candidate.step * (price - candidate.resale_usd(held_s, price) + candidate.usd_per_gpu_s * held_s)
+    # Orders that serve the same slots: only the latest is worth placing (it costs the least),
+    # unless prices move (a later month's may be dearer).
     count = serving.sum(axis=1)
-    keep = (count > 0) & (count > np.append(count[1:], -1))
+    keep = (count > 0) & ((count > np.append(count[1:], -1)) | (candidate.price_by_month is not None))
     return dates[keep], cost[keep], serving[keep]
 
 
@@ -208,7 +229,7 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
     for c, candidate in enumerate(candidates):
         # A burst pool rents only the GPU-slots it gives (the autoscaler follows the need): each costs
         # its rent over the slot; other candidates' GPUs are paid by their orders.
-        rent = candidate.usd_per_gpu_s * slot_s if candidate.kind == "burst" else np.zeros(n_t)
+        rent = candidate.rent(grid.month_of_slot[slots]) * slot_s if candidate.kind == "burst" else np.zeros(n_t)
         for m in needing:
             if candidate.eff[m] > 0:
                 y[c, m] = np.array([add_var("y", c, (m, t), float(rent[t]), np.inf, False) for t in range(n_t)],
@@ -346,19 +367,19 @@ def payments_by_month(candidates: list[Candidate], grid: Grid, slots: np.ndarray
         for var, i in zip(ids, index, strict=True):
             if candidate.kind == "owned":
                 lands = grid.order_s[i] + candidate.lead_s + candidate.slip_quantile(0.5)
-                out[var] = np.where(lands < ends, candidate.step * candidate.price_usd, 0.0)
+                out[var] = np.where(lands < ends, candidate.step * float(candidate.price(lands, grid)), 0.0)
             elif candidate.kind == "reserved":
                 begin, end = grid.order_s[i] + candidate.lead_s, float(candidate.reserve_end_s[i])
                 out[var] = candidate.step * candidate.usd_per_gpu_s * np.clip(np.minimum(ends, end) - begin, 0.0, None)
             elif candidate.kind == "on_demand":
                 begin = max(grid.month_start_s[i], candidate.lead_s)
-                month_rent = candidate.step * candidate.usd_per_gpu_s * max(grid.month_end_s[i] - begin, 0.0)
+                month_rent = candidate.step * float(candidate.rent(i)) * max(grid.month_end_s[i] - begin, 0.0)
                 out[var] = np.where(np.arange(n_months) >= i, month_rent, 0.0)
     slot_month = grid.month_of_slot[slots]
     for (c, _m), variables in y.items():
         if candidates[c].kind != "burst":
             continue
-        rent = candidates[c].usd_per_gpu_s * (grid.slot_end_s[slots] - grid.slot_start_s[slots])
+        rent = candidates[c].rent(slot_month) * (grid.slot_end_s[slots] - grid.slot_start_s[slots])
         for t, var in enumerate(variables):
             out[var] = np.where(np.arange(n_months) >= slot_month[t], rent[t], 0.0)
     return out

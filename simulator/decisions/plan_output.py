@@ -41,10 +41,11 @@ def order_rows(outcome: PlanOutcome) -> list[dict[str, Any]]:
                 median = placed + c.lead_s + c.slip_quantile(0.5)
                 life_left = 1.0 - max(horizon_s - median, 0.0) / c.life_s if median < horizon_s else 1.0
                 held_s = max(horizon_s - median, 0.0)
+                price = float(c.price(median, grid))  # its month's price, where prices move
                 rows.append({**base, "count": count, "order_date": day(placed), "in_service": lands,
-                             "cost_usd": count * (c.price_usd + c.usd_per_gpu_s * held_s),
-                             "value_left_usd": count * c.price_usd * max(life_left, 0.0),
-                             "market_value_at_end_usd": count * float(c.resale_usd(held_s))})
+                             "cost_usd": count * (price + c.usd_per_gpu_s * held_s),
+                             "value_left_usd": count * price * max(life_left, 0.0),
+                             "market_value_at_end_usd": count * float(c.resale_usd(held_s, price))})
         elif c.kind == "reserved":
             for date, n in chosen:
                 begin, end = grid.order_s[date] + c.lead_s, float(c.reserve_end_s[date])
@@ -84,7 +85,7 @@ def _rental_rows(c: Candidate, outcome: PlanOutcome, base: dict[str, Any], day) 
     for month in range(len(grid.month_start_s)):
         count = held.get(month, 0) * c.step
         begin = max(grid.month_start_s[month], c.lead_s)
-        cost = count * c.usd_per_gpu_s * max(grid.month_end_s[month] - begin, 0.0)
+        cost = count * float(c.rent(month)) * max(grid.month_end_s[month] - begin, 0.0)
         if rows and rows[-1]["count"] == count and rows[-1]["_next"] == month:
             rows[-1].update(_next=month + 1, cost_usd=rows[-1]["cost_usd"] + cost)
             rows[-1]["in_service"]["until"] = day(grid.month_end_s[month])

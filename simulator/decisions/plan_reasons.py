@@ -87,10 +87,11 @@ def _one_order_usd(candidate: Candidate, grid: Grid) -> float:
     """About what one more order of the candidate commits (a purchase at its price, a
     reservation's first term, a month's rent)."""
     if candidate.kind == "owned":
-        return candidate.step * candidate.price_usd
+        return candidate.step * float(np.max(candidate.price(grid.order_s + candidate.lead_s, grid)))
     if candidate.kind == "reserved":
         return candidate.step * candidate.usd_per_gpu_s * float(candidate.reserve_end_s[0] - candidate.lead_s)
-    return candidate.step * candidate.usd_per_gpu_s * float(np.min(grid.month_end_s - grid.month_start_s))
+    months = np.arange(len(grid.month_start_s))
+    return candidate.step * float(np.min(candidate.rent(months) * (grid.month_end_s - grid.month_start_s)))
 
 
 __all__ = ["unreachable_periods"]

@@ -6,6 +6,7 @@ scenario with a schedule's orders written into it.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,29 @@ def candidates_of(scenario: Scenario, compiled: CompiledScenario, orders: list[O
             market=scenario.market_value.get(pool.gpu) if acquisition.type == "owned" else None,
             acquisition=acquisition if kind == "burst" else None, start_count=int(pool.count),
             kw_per_gpu=float(compiled.pools[i].site_kw_per_gpu) if acquisition.type == "owned" else 0.0))
+    return out
+
+
+def priced_by_markets(candidates: list[Candidate], results, scenario: Scenario, grid: Grid) -> list[Candidate]:
+    """The candidates whose pool's market moves (``markets.rent``, ``markets.purchase``), priced
+    month by month at the mean over the need run's paths of the rates and prices drawn (the
+    same streams every later run draws: common random numbers)."""
+    rates = results.market_rates
+    if not len(rates):
+        return candidates
+    months = pd.DatetimeIndex([at(scenario, s).to_period("M").start_time for s in grid.month_start_s])
+    out = []
+    for candidate in candidates:
+        mine = rates[rates["pool"] == candidate.pool]
+        if candidate.kind in ("on_demand", "burst") and (mine["kind"] == "rent").any():
+            mean = mine[mine["kind"] == "rent"].groupby("month")["usd_per_gpu_hour"].mean()
+            by_month = mean.reindex(months).ffill().bfill().to_numpy(dtype=np.float64) / 3600.0
+            candidate = dataclasses.replace(candidate, rent_by_month=by_month)
+        elif candidate.kind == "owned" and (mine["kind"] == "purchase").any():
+            mean = mine[mine["kind"] == "purchase"].groupby("month")["usd_per_gpu"].mean()
+            candidate = dataclasses.replace(candidate, price_by_month=mean.reindex(months).ffill().bfill().to_numpy(
+                dtype=np.float64))
+        out.append(candidate)
     return out
 
 
