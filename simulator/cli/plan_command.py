@@ -140,13 +140,17 @@ def _print_plan(name: str, document: dict) -> None:
 def _print_replan(replan: dict) -> None:
     view = Table(title=f"Open-loop plan against re-planning every {replan['review_every']} "
                  f"({replan['paths']:,} paths, the same futures)", title_justify="left", box=box.SIMPLE_HEAD)
-    for column in ("", "worst period", "GPUs bought", "committed now", "purchases", "cost P50", "lowest cash P10"):
+    for column in ("", "open-loop", "re-planning"):
         view.add_column(column, justify="left" if not column else "right", no_wrap=True)
-    for key, label in (("open_loop", "open-loop"), ("replan", "re-planning")):
-        f = replan["policies"][key]
-        view.add_row(label, f"{f['risk_max']:.1%}", f"{f['gpus_ordered']['mean']:,.1f}",
-                     f"${f['committed_at_start_usd']:,.0f}", f"${f['purchases_usd']['mean']:,.0f}",
-                     f"${f['cost_usd']['p50']:,.0f}", f"${f['lowest_cash_usd']['p10']:,.0f}")
+    policies = [replan["policies"][key] for key in ("open_loop", "replan")]
+    rows = (("worst period's P(short)", lambda f: f"{f['risk_max']:.1%}"),
+            ("GPUs bought (mean)", lambda f: f"{f['gpus_ordered']['mean']:,.1f}"),
+            ("committed at the start", lambda f: f"${f['committed_at_start_usd']:,.0f}"),
+            ("purchases (mean)", lambda f: f"${f['purchases_usd']['mean']:,.0f}"),
+            ("cost over the horizon, P50", lambda f: f"${f['cost_usd']['p50']:,.0f}"),
+            ("lowest cash, P10", lambda f: f"${f['lowest_cash_usd']['p10']:,.0f}"))
+    for label, text in rows:
+        view.add_row(label, *(text(f) for f in policies))
     console.print(view)
 
 
