@@ -58,3 +58,15 @@ def test_an_autoscaler_asks_again_at_its_next_decision():
 def test_availability_is_refused_outside_zero_to_one():
     with pytest.raises(simulator.ScenarioError, match=r"fleet\.pools\[0\]\.acquisition\.availability\.fill_probability"):
         simulator.load_scenario(_rented(availability={"fill_probability": 0}))
+
+
+def test_a_rental_not_filled_before_its_removal_is_not_asked_again():
+    # Rented from day 1 to day 3; a request not filled by day 3 lapses (it used to be filled
+    # later and then held to the horizon's end, as the removal had found nothing to remove).
+    data = _rented(availability={"fill_probability": 0.2, "retry": "1d"})
+    data["horizon"]["duration"] = "30d"
+    data["fleet"]["pools"][0]["changes"] = [{"at": "1d", "add": 8}, {"at": "3d", "remove": 8}]
+    ts = run(data, paths=40).timeseries
+    assert (ts[ts["time"] >= np.datetime64("2026-01-04")]["gpus_installed"] == 0).all()
+    filled = ts.groupby("path")["gpus_installed"].max() == 8
+    assert 0 < filled.mean() < 1  # some paths got them (day 1 or 2), some never: 1 − 0.8² = 36%

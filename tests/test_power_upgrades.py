@@ -67,8 +67,8 @@ def test_upgrades_that_cannot_be_are_refused_by_name(change, message):
         simulator.load_scenario(data)
 
 
-def _planned(upgrade_usd: float | None, rent: bool = True):
-    from tests.test_order_planner import _plan, _scenario
+def _planned_data(upgrade_usd: float | None = None) -> dict:
+    from tests.test_order_planner import _scenario
 
     data = _scenario(step_at="2026-10-01", duration="365d")
     data["fleet"]["pools"].append({"name": "rented", "gpu": "H100", "count": 0,
@@ -80,7 +80,13 @@ def _planned(upgrade_usd: float | None, rent: bool = True):
     if upgrade_usd is not None:
         data["power"]["upgrades"] = [{"name": "feed-2", "mw": (8 * kw + 1) / 1000, "cost_usd": upgrade_usd,
                                       "lead_time": "30d", "depreciation_years": 10}]
-    outcome = _plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "30d"}]
+    return data
+
+
+def _planned(upgrade_usd: float | None, rent: bool = True):
+    from tests.test_order_planner import _plan
+
+    outcome = _plan(_planned_data(upgrade_usd), [{"pool": "a", "step": 4, "max": 64, "lead_time": "30d"}]
                     + ([{"pool": "rented", "step": 4, "max": 16}] if rent else []))
     return outcome, plan_document(outcome)
 
@@ -96,7 +102,7 @@ BREAK_EVEN = SAVING / (92 / 3652.5)
 
 
 def test_under_a_power_cap_the_plan_buys_what_the_site_can_power_and_rents_the_rest():
-    assert BREAK_EVEN == pytest.approx(1.99e6, rel=0.01)
+    assert pytest.approx(1.99e6, rel=0.01) == BREAK_EVEN
     outcome, document = _planned(None)
     bought = sum(o["count"] for o in document["orders"] if o["tier"] == "buy")
     rented = {o["count"] for o in document["orders"] if o["tier"] == "rent"}
@@ -130,3 +136,27 @@ def test_months_the_cap_keeps_short_name_power_and_the_missing_upgrade():
     reasons = {row["period"]: row["reason"] for row in document["unreachable"]}
     assert set(reasons) == {"2026-10", "2026-11", "2026-12"}
     assert all("the site's power cap" in r and "no power upgrade on offer" in r for r in reasons.values())
+
+
+def test_an_upgrade_already_ordered_counts_in_the_planners_power_room():
+    # The same case with an upgrade for 8 more GPUs ordered at the start (energized day 30): the
+    # site can power all 12 by October, so buying ($4,776 net a GPU) beats renting ($11,040).
+    from tests.test_order_planner import _plan
+
+    data = _planned_data(1e6)
+    data["power"]["upgrades"][0]["at"] = "2026-01-01"
+    outcome = _plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "30d"},
+                           {"pool": "rented", "step": 4, "max": 16}])
+    document = plan_document(outcome)
+    assert sum(o["count"] for o in document["orders"] if o["tier"] == "buy") == 12
+    assert not [o for o in document["orders"] if o["tier"] == "rent"]
+    assert (outcome.results.timeseries["gpus_power_blocked"] == 0).all()
+
+
+def test_replanning_keeps_the_power_upgrades_the_plan_ordered():
+    from simulator.decisions.replan_compare import replanning_scenario
+
+    outcome, _ = _planned(0.9 * BREAK_EVEN)
+    replanned = replanning_scenario(outcome, simulator.load_scenario(_planned_data(0.9 * BREAK_EVEN)))
+    assert replanned.power.upgrades[0].at == pd.Timestamp("2026-09-01")
+    assert replanned.fleet.pools[0].procurement.policy == "replan"

@@ -118,7 +118,7 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
                         keep_paths=keep, need=need, lean=need)  # the search's runs: risk, need and cash only
 
     baseline_run = run(base, "the fleet as it stands", seed, need=True, keep=min(n, 4))
-    headroom = power_headroom(baseline_run, compile_scenario(base), grid)
+    headroom = power_headroom(baseline_run, compile_scenario(base), grid, 1.0 - target)
     cash_room = cash_room_by_month(baseline_run, base, grid, settings)
     candidates = priced_by_markets(candidates, baseline_run, base, grid)
     upgrades = power_options(base)

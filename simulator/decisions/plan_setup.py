@@ -261,8 +261,9 @@ def _add_rentals(scenario: Scenario, pool: dict[str, Any], candidate: Candidate,
 __all__ = ["apply_schedule", "at", "candidates_of", "period_starts", "planning_grid", "review_dates"]
 
 
-def power_headroom(results, compiled: CompiledScenario, grid: Grid) -> np.ndarray | None:
+def power_headroom(results, compiled: CompiledScenario, grid: Grid, level: float = 0.9) -> np.ndarray | None:
     """Per planning slot, the site power (kW) the fleet as it stands leaves under the cap: the cap
+    (with the upgrades already ordered from their lead time plus the slip's ``level`` quantile)
     less the owned GPUs installed or waiting for power, the least over the slot's steps, the most
     over the kept paths (None: no cap)."""
     if not compiled.power_caps:
@@ -272,6 +273,9 @@ def power_headroom(results, compiled: CompiledScenario, grid: Grid) -> np.ndarra
     cap = np.full(n, np.inf)
     for at_s, kw in compiled.power_caps:
         cap[times >= at_s - 1e-9] = kw
+    for _name, at_s, lead_s, slip, kw, _cost, _life in compiled.power_upgrades:
+        energized = at_s + lead_s + (0.0 if slip is None else float(slip.quantile(level)))
+        cap[times >= energized - 1e-9] += kw
     pools = results.pools
     kw_of = {name: compiled.pools[i].site_kw_per_gpu for i, name in enumerate(compiled.pool_names)}
     load = (pools["gpus_installed"] + pools["gpus_power_blocked"]) * pools["pool"].astype(str).map(kw_of)

@@ -5,8 +5,9 @@ every order it lists. Re-planning places the purchases as the path unfolds inste
 candidate's pool gets the ``replan`` procurement policy (:mod:`simulator.path.fleet.replan`)
 with the candidate's step, maximum, lead time and slip, the plan's review dates and risk
 target, and the forecast settings the pool's own ``procurement`` gives when it is a ``replan``
-policy (else the defaults). Rentals, reservations and a burst pool's cap stay as the plan has
-them: what is re-planned is what must be ordered ahead.
+policy (else the defaults). Rentals, reservations, a burst pool's cap and the power upgrades
+stay as the plan has them: what is re-planned is the purchases. The policy reads the need of
+the models whose first choice is the pool (as the threshold policy does).
 
 Both are simulated on the plan's fresh seeds and paths (common random numbers: path ``i`` sees
 the same demand, failures and slips under both), and compared on the risk of each period,
@@ -55,7 +56,7 @@ def replanning_scenario(outcome: PlanOutcome, original: Scenario) -> Scenario:
     kept = Schedule({pool: ([] if any(c.pool == pool and c.kind == "owned" for c in outcome.candidates) else orders)
                      for pool, orders in outcome.schedule.orders.items()},
                     outcome.schedule.cost_usd, outcome.schedule.uncovered, outcome.schedule.status,
-                    outcome.schedule.burst_usd)
+                    outcome.schedule.burst_usd, outcome.schedule.power, outcome.schedule.power_usd)
     planned = apply_schedule(base, outcome.candidates, outcome.grid, kept)
     own = {pool.name: pool.procurement for pool in original.fleet.pools}
     pools = []

@@ -140,15 +140,23 @@ ORDER_COLUMNS = ["path", "pool", "ordered", "count", "promised", "delivered", "u
 
 def order_frame(result: PathResult, plan: CompiledScenario) -> pd.DataFrame:
     """The path's orders: when each was placed, how many GPUs, when promised and delivered
-    (NaT: not within the horizon), and what they cost at the pool's price."""
+    (NaT: not within the horizon), and what they cost (the pool's price; where it moves, the
+    price of the month the order lands)."""
     start = plan.horizon.start
+    prices = {index: values for index, kind, values in result.market_rates if kind == "purchase"}
     rows = []
     for ordered_s, promised_s, delivered_s, pool, count in result.asset_log.orders:
+        price = float(plan.price_usd[int(pool)])
+        if int(pool) in prices:  # paid at the price of the month it lands (promised, if not within the horizon)
+            lands = delivered_s if np.isfinite(delivered_s) else promised_s
+            month = int(np.clip(np.searchsorted(plan.month_starts_s, lands, side="right") - 1, 0,
+                                len(prices[int(pool)]) - 1))
+            price = float(prices[int(pool)][month])
         rows.append({"path": result.path, "pool": plan.pool_names[int(pool)],
                      "ordered": start + pd.Timedelta(seconds=float(ordered_s)), "count": int(count),
                      "promised": start + pd.Timedelta(seconds=float(promised_s)),
                      "delivered": start + pd.Timedelta(seconds=float(delivered_s)) if np.isfinite(delivered_s) else pd.NaT,
-                     "usd": float(count) * float(plan.price_usd[int(pool)])})
+                     "usd": float(count) * price})
     return pd.DataFrame(rows, columns=ORDER_COLUMNS)
 
 

@@ -33,7 +33,10 @@ def start_changes(env: simpy.Environment, fleet: FleetState, plan: CompiledScena
                 if rng is None:  # one stream per pool for its dated adds, apart from its autoscaler's
                     key = stream_key("fill-dated:" + plan.pools[change.pool].name)
                     rng = fill_rngs[change.pool] = path_generator(seed, path, STREAM_ORDERS, key)
-                env.process(rental_request(env, fleet, change.pool, change.at_s, change.delta, horizon, rng))
+                # Asked again until the pool's next dated removal (the rental's end), not past it.
+                until = min((c.at_s for c in plan.changes if c.pool == change.pool and c.delta < 0
+                             and c.at_s > change.at_s), default=horizon)
+                env.process(rental_request(env, fleet, change.pool, change.at_s, change.delta, min(until, horizon), rng))
             else:
                 env.process(scheduled_change(env, fleet, change.pool, change.at_s, change.delta))
 

@@ -23,8 +23,11 @@ def start_power(env: simpy.Environment, fleet: FleetState, plan: CompiledScenari
     energized: list = []
     for name, at_s, lead_s, slip, kw, cost, life_s in plan.power_upgrades:
         delay = delivery_delay(lead_s, slip, path_generator(seed, path, STREAM_ORDERS, stream_key(f"power:{name}")))
-        when = max(at_s + delay, 0.0)
-        if when < horizon:
+        when = at_s + delay
+        if when <= 0:  # energized before the horizon: part of the site, its cost not this run's
+            fleet.power_cap_kw += kw
+            fleet.power_added_kw += kw
+        elif when < horizon:
             env.process(_upgrade(env, fleet, when, kw, (name, when, cost, life_s), energized))
     return energized
 
