@@ -5,7 +5,8 @@ every order it lists. Re-planning places the purchases as the path unfolds inste
 candidate's pool gets the ``replan`` procurement policy (:mod:`simulator.path.fleet.replan`)
 with the candidate's step, maximum, lead time and slip, the plan's review dates and risk
 target, and the forecast settings the pool's own ``procurement`` gives when it is a ``replan``
-policy (else the defaults). Rentals, reservations, a burst pool's cap and the power upgrades
+policy (else the defaults, with ``prior_sd`` read from the spread of the plan's own paths:
+:func:`prior_sd_of`). Rentals, reservations, a burst pool's cap and the power upgrades
 stay as the plan has them: what is re-planned is the purchases. The policy reads the need of
 the models whose first choice is the pool (as the threshold policy does).
 
@@ -67,13 +68,33 @@ def replanning_scenario(outcome: PlanOutcome, original: Scenario) -> Scenario:
             continue
         given = own.get(pool.name)
         forecast = ({"horizon": Seconds(given.horizon), "history": Seconds(given.history), "prior_sd": given.prior_sd}
-                    if given is not None and given.policy == "replan" else {})
+                    if given is not None and given.policy == "replan" else {"prior_sd": prior_sd_of(outcome.results)})
         policy = Procurement.model_validate({
             "policy": "replan", "order_count": candidate.step, "max_orders": candidate.max // candidate.step,
             "lead_time": Seconds(candidate.lead_s), "slip": candidate.slip, "review_every": Seconds(settings.review_every),
             "target": settings.target.probability, **forecast})
         pools.append(pool.model_copy(update={"procurement": policy}))
     return planned.model_copy(update={"fleet": planned.fleet.model_copy(update={"pools": pools})})
+
+
+def prior_sd_of(results: Results) -> float:
+    """The scenario's own uncertainty about demand, as the forecast's prior: over the kept paths,
+    the standard deviation of the log of each path's requests in its first whole month (the level)
+    and of its growth from then to its last month per year (the trend), the larger of the two
+    (0 when demand is known; 0.25 when too few paths are kept to tell)."""
+    series = results.timeseries
+    if not len(series) or series["path"].nunique() < 5:
+        return 0.25
+    monthly = series.groupby(["path", series["time"].dt.to_period("M")])["demand_requests"].sum().unstack()
+    monthly = monthly.iloc[:, 1:-1] if monthly.shape[1] > 3 else monthly  # whole months
+    first, last = monthly.iloc[:, 0], monthly.iloc[:, -1]
+    usable = (first > 0) & (last > 0)
+    if usable.sum() < 5:
+        return 0.25
+    years = max((monthly.shape[1] - 1) / 12.0, 1.0 / 12.0)
+    level = float(np.std(np.log(first[usable]), ddof=1))
+    trend = float(np.std(np.log(last[usable] / first[usable]), ddof=1)) / years if monthly.shape[1] > 1 else 0.0
+    return float(min(max(level, trend), 5.0))
 
 
 def compare_replan(outcome: PlanOutcome, original: Scenario, *, executor: object = None, workers: int | None = None,
@@ -95,6 +116,8 @@ def compare_replan(outcome: PlanOutcome, original: Scenario, *, executor: object
     document = {
         "paths": paths, "seed": outcome.fresh_seed,
         "replanned_pools": owned,
+        "forecast": {pool.name: {"prior_sd": pool.procurement.prior_sd, "history": format_duration(pool.procurement.history)}
+                     for pool in scenario.fleet.pools if pool.name in owned},
         "review_every": format_duration(outcome.settings.review_every),
         "target": outcome.settings.target.probability,
         "policies": policies,

@@ -19,7 +19,10 @@ next review can still meet), no further than ``horizon``. The GPUs a model needs
 its first-choice replicas for the forecast requests (less the share of demand the scenario's
 shortfall rule lets go unserved, and at the serving policy's headroom), in the pool's GPUs; the
 review orders the peak need over the window less the GPUs installed, waiting for power and on
-order, in whole ``order_count`` steps, up to ``max_orders`` steps in all.
+order, in whole ``order_count`` steps, up to ``max_orders`` steps in all. A model that prefers
+other pools to this one needs here only what those cannot serve: their working GPUs, those
+waiting for power and those on order promised by the window's start, in whole replicas (a pool
+shared by several models is counted whole for each: an approximation).
 
 With demand known (no noise, every path the scenario's curve) and ``prior_sd: 0``, the
 forecast is the curve itself, and the orders are those the open-loop planner places with the
@@ -73,11 +76,13 @@ def replan_policy(env: simpy.Environment, fleet: FleetState, plan: CompiledScena
     policy = plan.pools[pool].procurement
     prior = plan.prior_demand if plan.prior_demand is not None else plan.expected_demand
     step_s, n_steps = plan.step_s, plan.n_steps
-    models = [m for m in range(len(plan.model_names))
-              if plan.preferences[m, 0] == pool and plan.capacity_per_step[m, 0] > 0]
-    per_replica = np.array([plan.capacity_per_step[m, 0] * (1.0 - plan.headroom[m, 0] if plan.spread[m, 0] == SPREAD_HEADROOM
-                                                             else 1.0) for m in models])
-    gpus = np.array([plan.gpus_per_replica[m, 0] for m in models], dtype=np.float64)
+    # The models that list the pool, and where: its slot in each one's preferences.
+    slots = {m: int(np.flatnonzero(plan.preferences[m] == pool)[0]) for m in range(len(plan.model_names))
+             if (plan.preferences[m] == pool).any()}
+    models = [m for m, j in slots.items() if plan.capacity_per_step[m, j] > 0]
+
+    def per_replica(m: int, j: int) -> float:
+        return plan.capacity_per_step[m, j] * (1.0 - plan.headroom[m, j] if plan.spread[m, j] == SPREAD_HEADROOM else 1.0)
     keep = 1.0 - plan.min_unserved_share
     z_demand = NormalDist().inv_cdf(1.0 - policy.target)
     slip_q = 0.0 if policy.slip is None else max(float(policy.slip.quantile(1.0 - policy.target / 2)), 0.0)
@@ -94,13 +99,15 @@ def replan_policy(env: simpy.Environment, fleet: FleetState, plan: CompiledScena
             window = np.arange(first, last)
             ahead = (window * step_s - env.now) / _YEAR_S
             need = np.zeros(len(window))
-            for i, m in enumerate(models):
+            for m in models:
                 mean, sd = _forecast(seen[:k, m], prior[:, m], k, per_day, step_s, ahead, policy,
                                      plan.noise[m] == "poisson")
                 requests = prior[window, m] * np.exp(mean + z_demand * sd)
                 if plan.noise[m] == "poisson":  # each step's count around it: any step of the window may peak
                     requests = requests + NormalDist().inv_cdf(1.0 - policy.target / len(window)) * np.sqrt(requests)
-                need += np.ceil(requests * keep / per_replica[i] - 1e-9) * gpus[i]
+                j = slots[m]
+                before = _served_before(fleet, plan, m, j, per_replica, window[0] * step_s)
+                need += np.ceil(np.maximum(requests * keep - before, 0.0) / per_replica(m, j) - 1e-9) * plan.gpus_per_replica[m, j]
             supply = float(fleet.installed[pool] + fleet.blocked[pool] + on_order[pool])
             lacking = float(need.max()) - supply
             if lacking > 0:
@@ -113,6 +120,22 @@ def replan_policy(env: simpy.Environment, fleet: FleetState, plan: CompiledScena
                 env.process(dated_order(env, fleet, pool, env.now, count, delay, on_order, lead_s=policy.lead_time))
                 placed += steps
         yield env.timeout(policy.review_every)
+
+
+def _served_before(fleet: FleetState, plan: CompiledScenario, m: int, j: int, per_replica, by_s: float) -> float:
+    """Requests per step the model's pools preferred to slot ``j`` can serve by ``by_s``: their
+    working GPUs, those waiting for power, and those on order promised by then, in whole
+    replicas (each pool counted whole for this model: pools shared by models are not split)."""
+    served = 0.0
+    promised = np.zeros(len(plan.pool_names))
+    for _at, promise, delivered, pool, count in fleet.log.orders:
+        if not np.isfinite(delivered) and promise <= by_s:
+            promised[int(pool)] += count
+    for i in range(j):
+        pool = int(plan.preferences[m, i])
+        gpus = float(fleet.available[pool] + fleet.blocked[pool] + promised[pool])
+        served += np.floor(gpus / plan.gpus_per_replica[m, i] + 1e-9) * per_replica(m, i)
+    return served
 
 
 def _forecast(seen: np.ndarray, prior: np.ndarray, k: int, per_day: int, step_s: float, ahead: np.ndarray,
