@@ -49,6 +49,11 @@ from scipy.sparse import coo_matrix
 _EPS = 1e-6
 
 
+def slip_quantile(slip, q: float) -> float:
+    """A delivery's slip at quantile ``q`` (0 without one)."""
+    return 0.0 if slip is None else float(slip.quantile(q))
+
+
 @dataclass(frozen=True)
 class Candidate:
     """One pool the planner may order for (see :mod:`simulator.scenario.plan`)."""
@@ -74,7 +79,7 @@ class Candidate:
     price_by_month: np.ndarray | None = None
 
     def slip_quantile(self, q: float) -> float:
-        return 0.0 if self.slip is None else float(self.slip.quantile(q))
+        return slip_quantile(self.slip, q)
 
     def rent(self, months: np.ndarray) -> np.ndarray:
         """Rent per GPU-second in each of ``months`` (indices into the grid's months)."""
@@ -109,7 +114,7 @@ class PowerOption:
     life_s: float
 
     def slip_quantile(self, q: float) -> float:
-        return 0.0 if self.slip is None else float(self.slip.quantile(q))
+        return slip_quantile(self.slip, q)
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from simulator.decisions.order_planner import (
     PeriodRisk,
@@ -109,9 +108,8 @@ def compare_replan(outcome: PlanOutcome, original: Scenario, *, executor: object
     risk = PeriodRisk.of(period_shorts(results, per, outcome.labels))
     owned = [c.pool for c in outcome.candidates if c.kind == "owned"]
     policies = {
-        "open_loop": _figures(outcome.results, outcome.fresh, outcome.labels, owned, paths, committed_at_start=None,
-                              plan_orders=outcome),
-        "replan": _figures(results, risk, outcome.labels, owned, paths, committed_at_start=0.0),
+        "open_loop": _figures(outcome.results, outcome.fresh, outcome.labels, owned, paths, decided_today=True),
+        "replan": _figures(results, risk, outcome.labels, owned, paths, decided_today=False),
     }
     document = {
         "paths": paths, "seed": outcome.fresh_seed,
@@ -155,15 +153,16 @@ def _per_path(results: Results, column: str, how: str) -> np.ndarray:
 
 
 def _figures(results: Results, risk: PeriodRisk, labels: list[str], pools: list[str], paths: int,
-             committed_at_start: float | None, plan_orders: PlanOutcome | None = None) -> dict[str, Any]:
+             decided_today: bool) -> dict[str, Any]:
+    """One policy's figures; ``decided_today``: all its purchases are committed at the start (the
+    open-loop plan), else only those ordered at the start (re-planning's first review)."""
     gpus, usd = _gpus_ordered(results, pools, paths)
-    if plan_orders is not None:  # all of the plan's purchases are decided today
+    if decided_today:
         at_start = float(np.mean(usd))
     else:
         orders = results.orders
-        start = results.scenario.horizon.start + pd.Timedelta(seconds=committed_at_start or 0.0)
-        first = orders[orders["pool"].isin(pools) & (orders["ordered"] >= results.scenario.horizon.start)
-                       & (orders["ordered"] <= start)] if len(orders) else orders
+        start = results.scenario.horizon.start
+        first = orders[orders["pool"].isin(pools) & (orders["ordered"] == start)] if len(orders) else orders
         at_start = float(first["usd"].sum() / paths) if len(first) else 0.0
     quantiles = results.summary["quantiles"]
     return {

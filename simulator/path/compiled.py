@@ -15,76 +15,27 @@ import numpy as np
 import pandas as pd
 
 from simulator.demand import expected_counts, expected_level_counts
-from simulator.path.hourly import hourly_per_step
 from simulator.path.placement import BURST_FIRST, BURST_LATER
+from simulator.path.pool_plan import (
+    KIND_RESERVED,
+    PoolChange,
+    PoolOrder,
+    PoolPlan,
+    depreciation_life_s,
+    pool_plan,
+    purchase_price,
+    rent_per_gpu_s,
+)
 from simulator.path.streams import stream_key
 from simulator.path.training.plan import training_jobs, training_streams
 from simulator.scenario import Scenario, ScenarioError
-from simulator.scenario.fleet import (
-    Autoscale,
-    Failures,
-    OnDemand,
-    Owned,
-    Procurement,
-    Reserved,
-    Spot,
-    StartingCohort,
-)
 from simulator.scenario.serving_policy import spread_code
 from simulator.scenario.training import LaunchAfter
 from simulator.units import SECONDS_PER_MONTH, SECONDS_PER_YEAR
 
-KIND_OWNED, KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT = 0, 1, 2, 3
 #: Largest expected request count in one step (Poisson draws and float sums stay exact-ish).
 MAX_REQUESTS_PER_STEP = 1e15
 API_NONE, API_OVERFLOW, API_ALL = 0, 1, 2
-
-
-@dataclass(frozen=True)
-class PoolChange:
-    """GPUs added (delta > 0) or removed (delta < 0) at ``at_s`` seconds from the start, or
-    returned to service (service > 0) or taken out of it (service < 0, each GPU back after a
-    draw from ``repair`` when given)."""
-
-    pool: int
-    at_s: float
-    delta: int
-    service: int = 0
-    repair: object | None = None  # a DurationDistribution
-
-
-@dataclass(frozen=True)
-class PoolOrder:
-    """GPUs ordered at ``at_s``; they arrive after ``lead_s`` plus a slip drawn from ``slip``."""
-
-    pool: int
-    at_s: float
-    count: int
-    lead_s: float
-    slip: object | None  # a DurationDistribution
-
-
-@dataclass(frozen=True)
-class PoolPlan:
-    """What the engine's processes need to know about one pool."""
-
-    name: str
-    kind: int
-    key: int
-    failures: Failures | None
-    spot: Spot | None
-    autoscale: Autoscale | None
-    max_count: int
-    min_count: int
-    scheduled_gpus: np.ndarray | None  # (n_steps,) GPUs an autoscale schedule holds in each step
-    provisioning_delay_s: float
-    reserved_start_s: float
-    reserved_end_s: float
-    retire_s: float
-    starting: StartingCohort | None  # owned pools: how the starting GPUs are paid and depreciated
-    procurement: Procurement | None
-    site_kw_per_gpu: float
-    availability: object | None = None  # on-demand: the provider's Availability (None: always filled)
 
 
 @dataclass(frozen=True)
@@ -186,7 +137,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
     tdp_kw = np.array([scenario.gpu(pool.gpu).tdp_w / 1000.0 for pool in pools], dtype=np.float64)
     owned = np.array([pool.owned for pool in pools], dtype=bool)
     meter = tdp_kw * energy.server_power_factor * energy.pue * owned
-    plans = tuple(_pool_plan(scenario, i) for i in range(len(pools)))
+    plans = tuple(pool_plan(scenario, i) for i in range(len(pools)))
     changes = tuple(sorted(
         (PoolChange(i, horizon.offset_of(c.at), c.delta, c.service_delta, c.repair)
          for i, pool in enumerate(pools) for c in pool.changes),
@@ -250,9 +201,9 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         pools_count=np.array([pool.count for pool in pools], dtype=np.int64),
         owned=owned,
         kind=np.array([plan.kind for plan in plans], dtype=np.int64),
-        price_usd=np.array([_price(pool.acquisition) for pool in pools], dtype=np.float64),
-        life_s=np.array([_life_s(pool.acquisition) for pool in pools], dtype=np.float64),
-        cloud_usd_gpu_s=np.array([_rent(pool.acquisition) for pool in pools], dtype=np.float64),
+        price_usd=np.array([purchase_price(pool.acquisition) for pool in pools], dtype=np.float64),
+        life_s=np.array([depreciation_life_s(pool.acquisition) for pool in pools], dtype=np.float64),
+        cloud_usd_gpu_s=np.array([rent_per_gpu_s(pool.acquisition) for pool in pools], dtype=np.float64),
         facility_usd_gpu_s=tdp_kw * energy.server_power_factor * owned
         * scenario.facility.usd_per_kw_month / SECONDS_PER_MONTH,
         busy_kw=meter * energy.draw_fraction,
@@ -344,43 +295,6 @@ def _inference_need(demand: np.ndarray, preferences: np.ndarray, capacity: np.nd
     return need
 
 
-def _pool_plan(scenario: Scenario, i: int) -> PoolPlan:
-    pool = scenario.fleet.pools[i]
-    acquisition = pool.acquisition
-    horizon = scenario.horizon
-    kind = {Owned: KIND_OWNED, OnDemand: KIND_ON_DEMAND, Reserved: KIND_RESERVED, Spot: KIND_SPOT}[type(acquisition)]
-    start = end = np.inf
-    if isinstance(acquisition, Reserved):
-        start, end = acquisition.bounds_s(horizon)
-    autoscale = acquisition.autoscale if isinstance(acquisition, OnDemand) else None
-    max_count = min_count = pool.count
-    if isinstance(acquisition, OnDemand) and acquisition.max_count is not None:
-        max_count = acquisition.max_count
-    if isinstance(acquisition, OnDemand) and acquisition.min_count is not None:
-        min_count = acquisition.min_count
-    retire = acquisition.retire_years * (365.25 * 86400) if isinstance(acquisition, Owned) and acquisition.retire_years else np.inf
-    return PoolPlan(
-        name=pool.name,
-        kind=kind,
-        key=stream_key(pool.name),
-        failures=scenario.failures_of(i),
-        spot=acquisition if isinstance(acquisition, Spot) else None,
-        autoscale=autoscale,
-        max_count=max_count,
-        min_count=min_count,
-        scheduled_gpus=None if autoscale is None or autoscale.schedule is None
-        else hourly_per_step(autoscale.schedule, horizon),
-        provisioning_delay_s=acquisition.provisioning_delay if isinstance(acquisition, OnDemand) else 0.0,
-        reserved_start_s=0.0 if start == np.inf else start,
-        reserved_end_s=end,
-        retire_s=retire,
-        starting=acquisition.starting_terms(horizon, pool.count) if isinstance(acquisition, Owned) else None,
-        procurement=pool.procurement,
-        site_kw_per_gpu=scenario.site_kw_per_gpu(pool.gpu) if pool.owned else 0.0,
-        availability=acquisition.availability if isinstance(acquisition, OnDemand) else None,
-    )
-
-
 def _burst_codes(scenario: Scenario, width: int) -> np.ndarray:
     """Per (model, slot), the walks of a model that preempts training last (``preempt_after``):
     its first walk takes its ``preempt`` pools (on GPUs no job holds), the pools it names (or
@@ -426,22 +340,6 @@ def _slo_tables(curves: list[list], width: int) -> tuple[np.ndarray, np.ndarray]
         grid[m, j] = load + [load[-1] + 1e-9 * (k + 1) for k in range(pad)]
         value[m, j] = attained + [attained[-1]] * pad
     return grid, value
-
-
-def _price(acquisition) -> float:
-    return float(acquisition.price_usd or 0.0) if isinstance(acquisition, Owned) else 0.0
-
-
-def _life_s(acquisition) -> float:
-    if isinstance(acquisition, Owned):
-        return acquisition.depreciation_years * SECONDS_PER_YEAR
-    return np.inf
-
-
-def _rent(acquisition) -> float:
-    if isinstance(acquisition, OnDemand | Reserved | Spot):
-        return float(acquisition.usd_per_gpu_hour or 0.0) / 3600.0
-    return 0.0
 
 
 __all__ = ["CompiledScenario", "compile_scenario"]

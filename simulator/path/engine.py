@@ -35,11 +35,7 @@ from simulator.path.fleet.changes import scheduled_change, start_changes
 from simulator.path.fleet.contracts import start_contracts
 from simulator.path.fleet.outages import OutageChannels
 from simulator.path.fleet.power import start_power
-from simulator.path.fleet.procurement import (
-    dated_order,
-    delivery_delay,
-    procurement_policy,
-)
+from simulator.path.fleet.procurement import dated_order, delivery_delay, procurement_policy
 from simulator.path.fleet.replan import replan_policy
 from simulator.path.intra_step import IntraStepMixer
 from simulator.path.kernels import (

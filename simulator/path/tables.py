@@ -16,8 +16,9 @@ import numpy as np
 import pandas as pd
 
 from simulator.path import kernels as K
-from simulator.path.compiled import KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT, CompiledScenario
+from simulator.path.compiled import CompiledScenario
 from simulator.path.engine import PathResult
+from simulator.path.pool_plan import KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT
 from simulator.path.training.job_table import JobTable
 
 COST_COMPONENTS = (

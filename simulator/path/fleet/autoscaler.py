@@ -90,9 +90,8 @@ def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario
         if now - last_action >= cooldown - 1e-9:
             installed = int(fleet.installed[pool])
             pending = sum(count for _, count in requests)
-            if desired > installed + pending and not filled():
-                pass  # the provider is out of stock: asked again at the next decision
-            elif desired > installed + pending:
+            short = desired > installed + pending
+            if short and filled():  # (not filled: the provider is out of stock; asked again next time)
                 more = desired - installed - pending
                 last_action = now
                 if delay > 0:
@@ -100,7 +99,7 @@ def autoscaler(env: simpy.Environment, fleet: FleetState, plan: CompiledScenario
                     env.process(arrive(now + delay))
                 else:
                     fleet.deliver(pool, more)
-            elif keep < installed and pending == 0:
+            elif not short and keep < installed and pending == 0:
                 last_action = now
                 fleet.remove(pool, installed - keep)
         yield env.timeout(interval)

@@ -8,7 +8,6 @@ import numpy as np
 import simpy
 
 from simulator.path.compiled import CompiledScenario
-from simulator.path.fleet.procurement import rental_request
 from simulator.path.fleet.state import FleetState
 from simulator.path.streams import STREAM_ORDERS, STREAM_SERVICE, path_generator, stream_key
 
@@ -71,4 +70,18 @@ def _return_after(env: simpy.Environment, fleet: FleetState, pool: int, after_s:
     fleet.return_to_service(pool, count)
 
 
-__all__ = ["scheduled_change", "start_changes"]
+def rental_request(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, count: int, until_s: float,
+                   rng: np.random.Generator):
+    """A dated ``add`` of rental GPUs from a provider that may be out of stock: asked at
+    ``at_s`` and every ``retry`` after until filled (each time with ``fill_probability``), and
+    not at or after ``until_s`` (the rental's end: the pool's next dated removal, or the horizon's)."""
+    availability = fleet.plan.pools[pool].availability
+    yield env.timeout(max(at_s - env.now, 0.0))
+    while env.now < until_s - 1e-9:
+        if rng.random() < availability.fill_probability:
+            fleet.deliver(pool, count)
+            return
+        yield env.timeout(availability.retry)
+
+
+__all__ = ["rental_request", "scheduled_change", "start_changes"]

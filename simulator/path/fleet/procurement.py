@@ -61,16 +61,3 @@ def procurement_policy(env: simpy.Environment, fleet: FleetState, plan: Compiled
             placed += 1
         yield env.timeout(policy.review_every)
 
-
-def rental_request(env: simpy.Environment, fleet: FleetState, pool: int, at_s: float, count: int, until_s: float,
-                   rng: np.random.Generator):
-    """A dated ``add`` of rental GPUs from a provider that may be out of stock: asked at
-    ``at_s`` and every ``retry`` after until filled (each time with ``fill_probability``), and
-    not at or after ``until_s`` (the rental's end: the pool's next dated removal, or the horizon's)."""
-    availability = fleet.plan.pools[pool].availability
-    yield env.timeout(max(at_s - env.now, 0.0))
-    while env.now < until_s - 1e-9:
-        if rng.random() < availability.fill_probability:
-            fleet.deliver(pool, count)
-            return
-        yield env.timeout(availability.retry)

@@ -16,9 +16,9 @@ any step of the window may be the one that peaks).
 Which needs a review must cover: those from ``lead_time`` ahead (nothing ordered now arrives
 sooner) to ``lead_time + every`` ahead plus the slip's ``1 − target/2`` quantile (later ones the
 next review can still meet), no further than ``horizon``. The GPUs a model needs at a step are
-its first-choice replicas for the forecast requests (less the share of demand the scenario's
-shortfall rule lets go unserved, and at the serving policy's headroom), in the pool's GPUs; the
-review orders the peak need over the window less the GPUs installed, waiting for power and on
+the pool's replicas for the forecast requests (less the share of demand the scenario's shortfall
+rule lets go unserved, and at the serving policy's headroom), in the pool's GPUs; the review
+orders the peak need over the window less the GPUs installed, waiting for power and on
 order, in whole ``order_count`` steps, up to ``max_orders`` steps in all. A model that prefers
 other pools to this one needs here only what those cannot serve: their working GPUs, those
 waiting for power and those on order promised by the window's start, in whole replicas (a pool
@@ -83,6 +83,7 @@ def replan_policy(env: simpy.Environment, fleet: FleetState, plan: CompiledScena
 
     def per_replica(m: int, j: int) -> float:
         return plan.capacity_per_step[m, j] * (1.0 - plan.headroom[m, j] if plan.spread[m, j] == SPREAD_HEADROOM else 1.0)
+
     keep = 1.0 - plan.min_unserved_share
     z_demand = NormalDist().inv_cdf(1.0 - policy.target)
     slip_q = 0.0 if policy.slip is None else max(float(policy.slip.quantile(1.0 - policy.target / 2)), 0.0)

@@ -41,7 +41,8 @@ import numpy as np
 import simpy
 
 from simulator.economics.assets import AssetLog
-from simulator.path.compiled import KIND_SPOT, CompiledScenario
+from simulator.path.compiled import CompiledScenario
+from simulator.path.pool_plan import KIND_SPOT
 from simulator.scenario.fleet import StartingCohort
 
 
