@@ -25,7 +25,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent
 
 #: The sources numba compiles, and those they call (relative to the package; folders whole).
-COMPILED_SOURCES = ("group_sums.py", "path", "serving/batching.py", "serving/vllm_engine.py")
+COMPILED_SOURCES = ("group_sums.py", "path", "serving/batching.py", "serving/kv_blocks.py", "serving/routing.py",
+                    "serving/vllm_engine.py", "serving/vllm_layout.py", "serving/vllm_scheduling.py")
 
 #: Set beside ``NUMBA_CACHE_DIR`` so that a worker process, which inherits both, keeps the folder.
 _KEY_VARIABLE = "FLEETCAST_NUMBA_KEY"

@@ -58,13 +58,34 @@ from simulator.cli.app import console, main
               "within 1.25x the mean; --batching vllm).")
 @click.option("--concurrency", help="Closed loop of N users (zero think time), or a sweep N1,N2,...: "
               "one row per N (requests per N: --num-requests, default 10×N). Excludes --rate.")
+@click.option("--speculative", "spec_k", type=click.IntRange(min=1, max=32),
+              help="Speculative decoding with K draft tokens per step (--batching vllm).")
+@click.option("--acceptance", default="0.7", show_default=True,
+              help="Draft acceptance: one rate, or one per draft position (0.8,0.7,0.6).")
+@click.option("--draft", default="eagle", show_default=True,
+              help="Draft: eagle, mtp (a one-layer head), ngram (free), or a catalog model name (a draft model).")
+@click.option("--host-kv-tokens", type=click.IntRange(min=1),
+              help="A host-memory KV tier of this many tokens per replica (prefix blocks evicted from the GPU).")
+@click.option("--host-kv-gbps", type=click.FloatRange(min=0, min_open=True),
+              help="Host-to-GPU bandwidth of the tier, GB/s (default 50: PCIe 5.0 x16).")
+@click.option("--spill-preempted", is_flag=True, help="Preempted requests write their KV to the host tier "
+              "and reload it instead of recomputing.")
+@click.option("--disaggregate", "split", metavar="P:D",
+              help="Serve on a disaggregated unit of P prefill and D decode replicas (--batching vllm).")
+@click.option("--decode-gpu", help="With --disaggregate: the decode replicas' GPU (default --gpu).")
+@click.option("--decode-tp", type=click.IntRange(min=1), help="With --disaggregate: decode tensor-parallel GPUs.")
+@click.option("--decode-dp", type=click.IntRange(min=1), help="With --disaggregate: decode data-parallel ranks.")
+@click.option("--decode-ep", type=click.IntRange(min=1), help="With --disaggregate: decode expert-parallel GPUs.")
+@click.option("--kv-link", type=click.Choice(["nvlink", "rdma"]),
+              help="With --disaggregate: the KV link (default nvlink when both sides fit one scale-up domain).")
 @click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table "
               "(with --concurrency: a list of objects, one per N).")
 def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilization, kv_dtype, max_batch, chunk,
             batching, max_batched_tokens, prefix_caching, kv_preemption, shared_prefix_tokens, distinct_prompts, trace,
-            rate_scale, input_len, output_len, num_requests, rate, replicas, router, concurrency, seed,
-            as_json) -> None:
+            rate_scale, input_len, output_len, num_requests, rate, replicas, router, concurrency, spec_k, acceptance,
+            draft, host_kv_tokens, host_kv_gbps, spill_preempted, split, decode_gpu, decode_tp, decode_dp, decode_ep,
+            kv_link, seed, as_json) -> None:
     """Serve a workload on one replica (or several) with the request-level engine.
 
     Without --rate (and without a trace) all requests arrive at time 0: offline throughput.
@@ -74,6 +95,17 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
 
     if (llm is None) == (model_config is None):
         raise click.UsageError("give exactly one of --model (a catalog name) and --model-config (a config.json)")
+    extras = [flag for flag, value in (("--speculative", spec_k), ("--host-kv-tokens", host_kv_tokens),
+                                       ("--disaggregate", split)) if value is not None]
+    if extras and batching != "vllm":
+        raise click.UsageError(f"{' and '.join(extras)} apply to --batching vllm")
+    if extras and concurrency is not None:
+        raise click.UsageError(f"{' and '.join(extras)} and --concurrency exclude each other")
+    decode_flags = [flag for flag, value in (("--decode-gpu", decode_gpu), ("--decode-tp", decode_tp),
+                                             ("--decode-dp", decode_dp), ("--decode-ep", decode_ep),
+                                             ("--kv-link", kv_link)) if value is not None]
+    if decode_flags and split is None:
+        raise click.UsageError(f"{' and '.join(decode_flags)} apply to --disaggregate")
     layout = dict(model_config=model_config, dp=dp, pp=pp, ep=ep, gpu_memory_utilization=gpu_memory_utilization)
     if (pp > 1 or dp > 1) and batching != "vllm":
         raise click.UsageError("--dp and --pp apply to --batching vllm (data-parallel ranks and pipeline "
@@ -99,14 +131,33 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
         raise click.UsageError(f"{' and '.join(vllm_only)} apply to --batching vllm")
     if batching != "vllm" and router == "prefix_affinity":
         raise click.UsageError("--routing prefix_affinity applies to --batching vllm (the prefix cache's batching)")
-    report = serving_report(
-        llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch, chunk=chunk,
-        trace=trace, rate_scale=rate_scale, input_len=input_len, output_len=output_len,
-        num_requests=num_requests, rate=rate, replicas=replicas, router=router, seed=seed,
-        scheduler=batching.replace("-", "_"), max_batched_tokens=max_batched_tokens,
-        prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off",
-        shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts, **layout,
-    )
+    if split is not None and replicas > 1:
+        raise click.UsageError("--disaggregate sets the unit's replicas (P:D); leave --replicas out")
+    extra = dict(spec_k=spec_k, acceptance=acceptance, draft=draft, host_kv_tokens=host_kv_tokens,
+                 host_kv_gbps=host_kv_gbps, spill_preempted=spill_preempted)
+    if split is not None:
+        from simulator.serving.serving_report_setup import disaggregated_serving
+
+        report = disaggregated_serving(
+            split, llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch,
+            max_batched_tokens=max_batched_tokens or chunk, trace=trace, rate_scale=rate_scale, input_len=input_len,
+            output_len=output_len, num_requests=num_requests, rate=rate, seed=seed,
+            prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off",
+            shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts, layout=layout,
+            decode_gpu=decode_gpu, decode_tp=decode_tp, decode_dp=decode_dp, decode_ep=decode_ep, link=kv_link,
+            **extra)
+    else:
+        from simulator.serving.serving_report_setup import extras_for
+
+        report = serving_report(
+            llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch, chunk=chunk,
+            trace=trace, rate_scale=rate_scale, input_len=input_len, output_len=output_len,
+            num_requests=num_requests, rate=rate, replicas=replicas, router=router, seed=seed,
+            scheduler=batching.replace("-", "_"), max_batched_tokens=max_batched_tokens,
+            prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off",
+            shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts, **layout,
+            **extras_for(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, layout=layout, **extra),
+        )
     if as_json:
         click.echo(json.dumps(report, allow_nan=False))
         return

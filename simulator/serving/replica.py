@@ -38,6 +38,8 @@ class ServingResult:
     replicas: int = 1
     preemptions: np.ndarray | None = None  # times each request was preempted (vLLM policy)
     cached_tokens: np.ndarray | None = None  # prompt tokens taken from the prefix cache (vLLM policy)
+    host_tokens: np.ndarray | None = None  # prompt tokens loaded from the host KV tier
+    verify_steps: np.ndarray | None = None  # speculative verification steps per request
     ttft_s: np.ndarray = field(init=False)
     e2e_s: np.ndarray = field(init=False)
     queue_s: np.ndarray = field(init=False)
@@ -87,7 +89,19 @@ class ServingResult:
             stats["preemptions"] = int(self.preemptions.sum())
         if self.cached_tokens is not None:
             stats["prefix_cache_hit_rate"] = self.prefix_cache_hit_rate
+        if self.host_tokens is not None:
+            prompt = float(self.prompt_tokens.sum())
+            stats["host_kv_hit_rate"] = float(self.host_tokens.sum()) / prompt if prompt else 0.0
+        if self.verify_steps is not None:
+            stats["tokens_per_step"] = self.tokens_per_step
         return stats
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Speculating: output tokens after the first per verification step (others: nan)."""
+        if self.verify_steps is None or not self.verify_steps.sum():
+            return float("nan")
+        return float((self.output_tokens - 1).sum() / self.verify_steps.sum())
 
     @property
     def prefix_cache_hit_rate(self) -> float:

@@ -9,9 +9,11 @@ import numpy as np
 
 from simulator.serving.config import operator_model
 from simulator.serving.iteration import ServingConfigError
+from simulator.serving.kv_offload import HostKvTier
 from simulator.serving.model_config import load_model_config
 from simulator.serving.operators import OperatorIterationModel
 from simulator.serving.replica import simulate_router
+from simulator.serving.serving_setup import Speculation, acceptance_rng
 from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm
 from simulator.serving.workload import Workload, synthetic_workload, trace_workload
 
@@ -58,13 +60,17 @@ def serving_report(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dtype: 
                    max_batched_tokens: int | None = None, prefix_caching: bool = True,
                    kv_preemption: bool = True, shared_prefix_tokens: int = 0,
                    distinct_prompts: int = 0, model_config: str | None = None, dp: int = 1, pp: int = 1,
-                   ep: int = 1, gpu_memory_utilization: float = 0.9) -> dict[str, Any]:
+                   ep: int = 1, gpu_memory_utilization: float = 0.9, speculation: Speculation | None = None,
+                   host_kv: HostKvTier | None = None) -> dict[str, Any]:
     """Run the workload and return the JSON object of ``fleetcast serving --json``.
 
     ``scheduler="vllm"`` serves with vLLM V1 scheduling (token budget ``max_batched_tokens``,
     or ``chunk``, default 8192); ``"whole_prompt"`` with the contract semantics (``chunk`` or
-    ``max_batched_tokens``, when given: the chunked-prefill budget).
+    ``max_batched_tokens``, when given: the chunked-prefill budget). ``speculation`` and
+    ``host_kv`` (vLLM scheduling only): speculative decoding and a host-memory KV tier.
     """
+    if scheduler != "vllm" and (speculation is not None or host_kv is not None):
+        raise ServingConfigError("speculative decoding and a host KV tier apply to vllm batching")
     budget = max_batched_tokens or chunk
     if router == "prefix_affinity" and scheduler != "vllm":
         raise ServingConfigError("prefix_affinity routing needs vllm batching (a prefix cache to be affine to)")
@@ -91,7 +97,10 @@ def serving_report(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dtype: 
                                kv_capacity_tokens=memory.replica_kv_tokens,
                                kv_preemption=kv_preemption, prefix_id=workload.prefix_id,
                                prefix_tokens=workload.prefix_tokens, prompt_id=workload.prompt_id,
-                               replicas=replicas, policy=policy)
+                               replicas=replicas, policy=policy,
+                               speculative=speculation.spec if speculation is not None else None,
+                               draft=speculation.draft if speculation is not None else None,
+                               host_kv=host_kv, rng=acceptance_rng(seed))
     else:
         result = simulate_router(workload.arrival_s, workload.prompt_tokens, workload.output_tokens,
                                  model, replicas=replicas, policy=policy, max_batch=max_batch,
@@ -108,6 +117,12 @@ def serving_report(*, llm: str | None, gpu: str, tp: int, dtype: str, kv_dtype: 
         max_batch=max_batch, kv_capacity_tokens=memory.replica_kv_tokens, scheduler=scheduler,
         max_batched_tokens=budget, prefix_caching=prefix_caching, kv_preemption=kv_preemption,
     )
+    if speculation is not None:
+        report.update(speculative=speculation.describe(), tokens_per_step_expected=speculation.spec.tokens_per_step)
+        report["config"] += f", {speculation.describe()}"
+    if host_kv is not None:
+        report.update(host_kv_tokens=host_kv.capacity_tokens, host_kv_gbps=host_kv.bandwidth_gbps)
+        report["config"] += f", host KV tier {host_kv.capacity_tokens:,} tokens"
     return {key: (None if isinstance(value, float) and not math.isfinite(value) else value)
             for key, value in report.items()}
 
@@ -135,6 +150,16 @@ def report_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     ]
     if report.get("prefix_cache_hit_rate") is not None:
         rows.append(("prefix cache hit rate", f"{report['prefix_cache_hit_rate']:.1%} of prompt tokens"))
+    if report.get("host_kv_hit_rate") is not None:
+        rows.append(("host KV hit rate", f"{report['host_kv_hit_rate']:.1%} of prompt tokens"))
+    if report.get("tokens_per_step") is not None:
+        rows.append(("tokens per decode step", f"{report['tokens_per_step']:.2f} "
+                     f"(expected {report.get('tokens_per_step_expected', float('nan')):.2f})"))
+    for key, label, unit in (("prefill_tokens_per_s_per_gpu", "prefill tokens/s per GPU", ""),
+                             ("decode_tokens_per_s_per_gpu", "decode tokens/s per GPU", ""),
+                             ("kv_transfer_gbps", "KV transfer", " GB/s")):
+        if report.get(key) is not None:
+            rows.append((label, f"{report[key]:,.1f}{unit}"))
     return rows
 
 

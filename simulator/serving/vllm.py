@@ -20,10 +20,13 @@ from typing import Any
 import numpy as np
 
 from simulator.serving.iteration import IterationModel, ServingConfigError
+from simulator.serving.kv_offload import HostKvTier
 from simulator.serving.prefix import BLOCK_TOKENS, block_keys
 from simulator.serving.replica import ServingResult, closed_loop_arrivals
 from simulator.serving.routing import AFFINITY_LOAD_FACTOR, ROUTINGS, affinity_ranking, route_keys
+from simulator.serving.speculative import SpeculativeDecoding
 from simulator.serving.vllm_engine import serve_vllm_loop
+from simulator.serving.vllm_layout import F_LOAD_S_PER_TOKEN, F_PRELOADED, F_SPEC_K, F_SPILL
 
 DEFAULT_MAX_BATCHED_TOKENS = 8192
 
@@ -47,6 +50,11 @@ def simulate_vllm(
     block_size: int = BLOCK_TOKENS,
     affinity_load_factor: float = AFFINITY_LOAD_FACTOR,
     users: int | None = None,
+    speculative: SpeculativeDecoding | None = None,
+    draft: IterationModel | None = None,
+    host_kv: HostKvTier | None = None,
+    kv_arrives: bool = False,
+    rng: np.random.Generator | None = None,
 ) -> ServingResult:
     """Serve requests with vLLM V1 scheduling (module docstring).
 
@@ -71,8 +79,16 @@ def simulate_vllm(
         affinity_load_factor: with ``prefix_affinity``, no replica takes a request while it holds
             ``ceil(factor × mean outstanding after it)`` or more (>= 1; ``inf``: pure consistent hashing).
 
+        speculative: speculative decoding (:mod:`simulator.serving.speculative`); ``draft``: the
+            draft model's iteration model when its method is ``draft_model``; acceptances are
+            drawn from ``rng`` (default ``numpy.random.default_rng(0)``).
+        host_kv: a host-memory KV tier per replica (:mod:`simulator.serving.kv_offload`).
+        kv_arrives: each request arrives with its prompt's KV and first token (the decode side
+            of a disaggregated deployment, :mod:`simulator.serving.disaggregated`); it only decodes.
+
     The result's ``cached_tokens`` holds the prompt tokens each request took from the prefix
-    cache when first admitted.
+    cache when first admitted, ``host_tokens`` those it loaded from the host tier, and
+    ``verify_steps`` (speculating) its verification steps.
 
     A model with pipeline stages (``pp > 1``, :mod:`simulator.serving.parallelism`) keeps ``pp``
     batches in flight, one per stage, each iteration passing through every stage. It is served as
@@ -100,6 +116,8 @@ def simulate_vllm(
         raise ValueError(f"affinity_load_factor must be >= 1, got {affinity_load_factor}")
     if replicas < 1 or max_num_seqs < 1 or max_num_batched_tokens < 1 or block_size < 1:
         raise ValueError("replicas, max_num_seqs, max_num_batched_tokens and block_size must be >= 1")
+    if kv_arrives and (output < 2).any():
+        raise ValueError("requests that arrive with their KV must owe at least one more token (output >= 2)")
     frontend = float(getattr(model, "frontend_s", 0.0) or 0.0) if frontend_s is None else float(frontend_s)
     if kv_capacity_tokens is None:
         kv_capacity_tokens = getattr(model, "kv_capacity_tokens", None)
@@ -132,6 +150,20 @@ def simulate_vllm(
     replica = np.zeros(n, dtype=np.int64)
     preempted = np.zeros(n, dtype=np.int64)
     cached = np.zeros(n, dtype=np.int64)
+    features = np.zeros(4)
+    features[F_PRELOADED] = 1.0 if kv_arrives else 0.0
+    accepted, draw_start, draft_params = np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(3)
+    if speculative is not None:
+        features[F_SPEC_K] = speculative.k
+        accepted, draw_start = speculative.draws(output[order], rng if rng is not None else np.random.default_rng(0))
+        draft_params = speculative.draft_params(model, draft)
+    host_blocks = 0
+    if host_kv is not None:
+        host_blocks = host_kv.blocks(block_size) // stages
+        features[F_LOAD_S_PER_TOKEN] = host_kv.load_s_per_token(float(getattr(model, "kv_bytes_per_token", 0.0)))
+        features[F_SPILL] = 1.0 if host_kv.spill_preempted else 0.0
+    loaded = np.zeros(n, dtype=np.int64)
+    steps = np.zeros(n, dtype=np.int64)
     engine_arrival = arrival[order] + frontend
     iterations = serve_vllm_loop(
         engine_arrival, prompt[order], output[order], start[order], count[order],
@@ -139,11 +171,14 @@ def simulate_vllm(
         int(max_num_batched_tokens), blocks, int(block_size), bool(prefix_caching), bool(kv_preemption),
         engines, ROUTINGS[policy], route_key[order], ranking, float(affinity_load_factor),
         admit, first, finish, replica, preempted, cached, frontend,
+        features, accepted, draw_start, np.asarray(draft_params, dtype=np.float64), int(host_blocks), loaded, steps,
     )
     back = np.empty_like(order)
     back[order] = np.arange(n)
     if users is not None:  # the engine wrote the closed loop's arrivals
         arrival = engine_arrival[back] - frontend
     return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back], replica[back] // stages,
-                         int(iterations), int(replicas), preempted[back], cached[back])
+                         int(iterations), int(replicas), preempted[back], cached[back],
+                         host_tokens=loaded[back] if host_kv is not None else None,
+                         verify_steps=steps[back] if speculative is not None else None)
 

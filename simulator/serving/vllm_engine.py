@@ -17,15 +17,33 @@ Each iteration (vLLM ``Scheduler.schedule``) has a budget of ``max_num_batched_t
    blocks for its whole prompt + output are reserved at admission, so it is never preempted).
 
 A step in which a request's computed tokens reach its known tokens samples one token for it
-(the first one ends its TTFT); it leaves after its last output token. Blocks are cached under
+(the first one ends its TTFT); it leaves after its last output token.
+
+Speculative decoding (``features[F_SPEC_K] = k > 0``): a decoding request is scheduled
+``1 + d`` tokens, its last sampled token and ``d = min(k, tokens it still owes − 1, budget − 1)``
+draft tokens, verified in one pass; the step emits ``1 + min(a, d)`` tokens, ``a`` being the
+request's next draw in ``accepted`` (its draws start at ``draw_start[i]``, one per verification
+step, so a request's acceptances do not depend on what it is batched with). The verification
+costs the target model's pass over those tokens (their attention reads the sequence's KV once);
+the draft costs ``max d`` passes of ``draft_params`` over the speculating sequences.
+
+A request that arrives with its KV (``features[F_PRELOADED]``: the decode side of a
+disaggregated deployment) has its prompt computed and its first token generated when first
+admitted, so it only decodes.
+
+A host-memory tier (``host_blocks > 0``, :mod:`simulator.serving.kv_blocks`) keeps prefix blocks
+evicted from the GPU; a prompt's blocks found there after its GPU hits are loaded at
+``features[F_LOAD_S_PER_TOKEN]`` seconds per token, added to the iteration that admits it,
+instead of being computed. With ``features[F_SPILL]``, a preempted request's computed KV is
+written to the tier (pinned there) when it fits, and reloaded instead of recomputed. Blocks are cached under
 their content key when allocated (vLLM's ``cache_blocks``); freed blocks go to the tail of a
 free queue (a request's last block first) and allocation takes the head, dropping whatever
 cached content it held: least-recently-freed blocks are evicted first.
 
 Block content keys come from :mod:`simulator.serving.prefix`; with several replicas, arrivals are
 routed by :func:`simulator.serving.routing.pick_replica`. The iteration time is
-:func:`simulator.serving.batching.iteration_seconds`; clear this file's numba cache (or touch
-the file) when that function changes.
+:func:`simulator.serving.batching.iteration_seconds`. Scheduling a replica's running and waiting
+requests outside the end-of-iteration pass is :mod:`simulator.serving.vllm_scheduling`.
 
 Implementation: one loop serves every replica on one clock (at equal times: iteration ends,
 arrivals, then idle replicas start iterations). The state is a few integer arrays indexed by
@@ -33,23 +51,26 @@ the column names below. A numba call updates an atomic reference count per array
 which costs more than a decode's work, so the per-request pass below calls helpers only at a
 block boundary, a departure or a preemption, and helpers take few arrays.
 
-* ``req[i]``: request ``i``'s ``PROMPT`` and ``OUTPUT`` tokens, ``COMPUTED`` tokens (KV in cache),
-  ``GENERATED`` tokens, ``SCHED`` (tokens in the iteration in progress), ``SLOT`` (−1 when not
-  running), ``REGISTERED`` (prompt blocks cached) and ``keys[KEY_START : KEY_START + KEY_COUNT]``.
+* ``req[i]`` (columns in :mod:`simulator.serving.vllm_layout`): request ``i``'s ``PROMPT`` and
+  ``OUTPUT`` tokens, ``COMPUTED`` tokens (KV in cache), ``GENERATED`` tokens, ``SCHED`` (tokens in
+  the iteration in progress), ``SLOT`` (−1 when not running), ``REGISTERED`` (prompt blocks
+  cached), ``keys[KEY_START : KEY_START + KEY_COUNT]``, ``DRAFTS`` being verified, verification
+  ``STEPS`` taken and tokens ``SPILLED`` to the host tier.
 * ``rep[r]``: replica ``r``'s running requests ``run[r, :N_RUN]`` (admission order); its waiting
   queue, a ring ``wq[r]`` of ``n + 1`` ids from ``W_HEAD``, ``W_LEN`` long (preempted requests
   go back to its front); ``N_SLOT`` free slots on the stack ``slot_stack[r]``; its free-block
   queue ``FHEAD`` … ``FTAIL``, ``N_FREE`` long; the iteration being scheduled: budget ``LEFT``
   and the arguments of ``iteration_seconds`` as integers (``PREFILL``, ``DECODES``,
-  ``POSITIONS``, ``PREFILL_KV``, ``DECODE_CONTEXT``), whose sums are exact in any order.
-* ``blocks[r, b]``: KV block ``b``'s cached content ``KEY`` (or −1), ``REF`` (requests using it)
-  and, while free, its ``PREV``/``NEXT`` in the free queue (−1 at the ends). ``keymap[r, key]``:
-  the block caching ``key`` (or −1); ``table[r, s, :n_blk[r, s]]``: slot ``s``'s blocks.
+  ``POSITIONS``, ``PREFILL_KV``, ``DECODE_CONTEXT``), whose sums are exact in any order, its
+  speculating sequences (``SPEC_SEQS``, ``SPEC_DEPTH``, ``SPEC_CONTEXT``) and the tokens it
+  loads from the host tier (``LOADED``); the host tier's list and counts.
+* ``blocks``, ``keymap``, ``table`` and ``host``: the KV blocks, prefix cache and host tier
+  (:mod:`simulator.serving.kv_blocks`).
 
 An iteration's end and the scheduling of the requests that stay are one pass over the batch.
 That equals advancing every request before scheduling any, as blocks freed by departures join
 the free queue's tail while allocation takes its head; should blocks run out, the pass only
-advances the rest and :func:`_schedule_running` goes on from there, preempting.
+advances the rest and :func:`schedule_running` goes on from there, preempting.
 """
 
 from __future__ import annotations
@@ -58,12 +79,50 @@ import numpy as np
 from numba import njit
 
 from simulator.serving.batching import iteration_seconds
+from simulator.serving.kv_blocks import grow, register, release
 from simulator.serving.routing import pick_replica
-
-PROMPT, OUTPUT, COMPUTED, GENERATED, SCHED, SLOT, REGISTERED, KEY_START, KEY_COUNT = range(9)  # req
-N_RUN, W_HEAD, W_LEN, N_SLOT, FHEAD, FTAIL, N_FREE, LEFT = range(8)  # rep
-PREFILL, DECODES, POSITIONS, PREFILL_KV, DECODE_CONTEXT = range(8, 13)  # rep: the iteration's tokens
-KEY, REF, PREV, NEXT = range(4)  # blocks
+from simulator.serving.vllm_layout import (
+    COMPUTED,
+    DECODE_CONTEXT,
+    DECODES,
+    DRAFTS,
+    F_LOAD_S_PER_TOKEN,
+    F_PRELOADED,
+    F_SPEC_K,
+    FTAIL,
+    GENERATED,
+    HOST_CAP,
+    HOST_HEAD,
+    HOST_TAIL,
+    KEY,
+    KEY_COUNT,
+    KEY_START,
+    LEFT,
+    LOADED,
+    N_FREE,
+    N_RUN,
+    N_SLOT,
+    NEXT,
+    OUTPUT,
+    POSITIONS,
+    PREFILL,
+    PREFILL_KV,
+    PREV,
+    PROMPT,
+    REF,
+    REGISTERED,
+    REP_COLUMNS,
+    REQ_COLUMNS,
+    SCHED,
+    SLOT,
+    SPEC_CONTEXT,
+    SPEC_DEPTH,
+    SPEC_SEQS,
+    STEPS,
+    W_HEAD,
+    W_LEN,
+)
+from simulator.serving.vllm_scheduling import admit_waiting, schedule_running
 
 
 @njit(cache=True)
@@ -88,40 +147,55 @@ def serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, para
     (:func:`simulator.serving.routing.pick_replica`); ``cached`` receives the prompt tokens each
     request took from the prefix cache when first admitted.
     """
+    n = arrival.shape[0]
     return serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys, params, max_seqs,
                            budget, total_blocks, block_size, caching, preempt, n_replicas, policy, route_key,
-                           ranking, load_factor, admit, first, finish, replica_of, preemptions, cached, 0.0)
+                           ranking, load_factor, admit, first, finish, replica_of, preemptions, cached, 0.0,
+                           np.zeros(4), np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(3), 0,
+                           np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
 
 
 @njit(cache=True)
 def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys, params, max_seqs, budget,
                     total_blocks, block_size, caching, preempt, n_replicas, policy, route_key, ranking,
-                    load_factor, admit, first, finish, replica_of, preemptions, cached, delay):
-    """:func:`serve_vllm` with closed-loop arrivals: NaN arrivals are not yet sent; each finish
-    sends the first of them ``delay`` seconds later (see :func:`~simulator.serving.batching.run_batching_loop`).
+                    load_factor, admit, first, finish, replica_of, preemptions, cached, delay,
+                    features, accepted, draw_start, draft_params, host_blocks, loaded, steps):
+    """:func:`serve_vllm` with closed-loop arrivals, speculation, KV arriving and a host tier.
+
+    NaN arrivals are not yet sent; each finish sends the first of them ``delay`` seconds later
+    (see :func:`~simulator.serving.batching.run_batching_loop`). ``features``, ``accepted``,
+    ``draw_start``, ``draft_params`` and ``host_blocks`` (blocks per replica) as the module
+    docstring says; ``loaded`` receives the prompt tokens each request loaded from the host tier
+    when first admitted and ``steps`` its verification steps.
     """
     n = arrival.shape[0]
     pend = 0
     while pend < n and not np.isnan(arrival[pend]):
         pend += 1
     inf = np.inf
-    req = np.zeros((n, 9), dtype=np.int64)
+    spec_k = int(features[F_SPEC_K])
+    preloaded = features[F_PRELOADED] > 0
+    req = np.zeros((n, REQ_COLUMNS), dtype=np.int64)
     max_blocks = 1
     for i in range(n):
         req[i, PROMPT], req[i, OUTPUT], req[i, SLOT] = prompt[i], output[i], -1
         req[i, KEY_START], req[i, KEY_COUNT] = key_start[i], key_count[i]
+        if preloaded:
+            req[i, GENERATED] = 1  # the first token came with the KV
         max_blocks = max(max_blocks, (prompt[i] + output[i] + block_size - 1) // block_size)
-    rep = np.zeros((n_replicas, 13), dtype=np.int64)
+    rep = np.zeros((n_replicas, REP_COLUMNS), dtype=np.int64)
     outstanding = np.zeros(n_replicas, dtype=np.int64)  # requests waiting or running
     blocks = np.empty((n_replicas, total_blocks, 4), dtype=np.int64)
     slot_stack = np.empty((n_replicas, max_seqs), dtype=np.int64)
     for r in range(n_replicas):
         rep[r, N_SLOT], rep[r, FTAIL], rep[r, N_FREE] = max_seqs, total_blocks - 1, total_blocks
+        rep[r, HOST_HEAD], rep[r, HOST_TAIL], rep[r, HOST_CAP] = -1, -1, host_blocks
         for b in range(total_blocks):
             blocks[r, b, KEY], blocks[r, b, REF], blocks[r, b, PREV] = -1, 0, b - 1
             blocks[r, b, NEXT] = b + 1 if b + 1 < total_blocks else -1
         for q in range(max_seqs):
             slot_stack[r, q] = max_seqs - 1 - q
+    host = np.zeros((n_replicas, max(n_keys, 1) if host_blocks > 0 else 1, 3), dtype=np.int64)
     t_end = np.full(n_replicas, inf)
     wq = np.empty((n_replicas, n + 1), dtype=np.int64)
     run = np.empty((n_replicas, max_seqs), dtype=np.int64)
@@ -149,23 +223,32 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
             t_end[r] = inf
             room = budget
             prefill = decodes = positions = prefill_kv = decode_context = 0
+            spec_seqs = spec_depth = spec_context = 0
             kept = 0
             stop = -1
             for j in range(rep[r, N_RUN]):
                 i = run[r, j]
                 if req[i, SCHED] > 0:
-                    req[i, COMPUTED] += req[i, SCHED]
+                    if req[i, DRAFTS] > 0:  # a verification step: the sampled token and the drafts accepted
+                        a = min(accepted[draw_start[i] + req[i, STEPS]], req[i, DRAFTS])
+                        req[i, STEPS] += 1
+                        req[i, DRAFTS] = 0
+                        req[i, COMPUTED] += 1 + a
+                        req[i, GENERATED] += 1 + a
+                    else:
+                        req[i, COMPUTED] += req[i, SCHED]
+                        if req[i, COMPUTED] >= req[i, PROMPT] + req[i, GENERATED]:
+                            req[i, GENERATED] += 1
+                            if req[i, GENERATED] == 1 and np.isnan(first[i]):
+                                first[i] = now
                     req[i, SCHED] = 0
-                    if req[i, COMPUTED] >= req[i, PROMPT] + req[i, GENERATED]:
-                        req[i, GENERATED] += 1
-                        if req[i, GENERATED] == 1 and np.isnan(first[i]):
-                            first[i] = now
                 if req[i, GENERATED] == req[i, OUTPUT]:
                     finish[i] = now
+                    steps[i] = req[i, STEPS]
                     if pend < n:
                         arrival[pend] = now + delay
                         pend += 1
-                    _release(r, req[i, SLOT], rep, blocks, table, n_blk, slot_stack)
+                    release(r, req[i, SLOT], rep, blocks, table, n_blk, slot_stack)
                     outstanding[r] -= 1
                     continue
                 run[r, kept] = i
@@ -176,18 +259,29 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
                 done = req[i, COMPUTED]
                 known = req[i, PROMPT] + req[i, GENERATED]
                 size = min(known - done, room)
+                decoding = done == known - 1 and req[i, GENERATED] > 0
+                if spec_k > 0 and decoding:
+                    size = 1 + max(min(spec_k, req[i, OUTPUT] - req[i, GENERATED] - 1, room - 1), 0)
                 upto = done + size
-                if upto > n_blk[r, s] * block_size and not _grow(r, s, upto, block_size, rep, blocks, table,
-                                                                 n_blk, keymap):
+                if upto > n_blk[r, s] * block_size and not grow(r, s, upto, block_size, rep, blocks, table,
+                                                                n_blk, keymap, host):
                     stop = kept - 1
                     continue
                 if caching and req[i, REGISTERED] < req[i, KEY_COUNT] and req[i, REGISTERED] < upto // block_size:
-                    _register(r, i, s, upto, block_size, req, keys, blocks, keymap, table)
+                    register(r, i, s, upto, block_size, req, keys, blocks, keymap, table)
                 req[i, SCHED] = size
                 room -= size
-                if size == 1 and done == known - 1 and req[i, GENERATED] > 0:
+                if decoding:
                     decodes += 1
                     decode_context += done + 1
+                    if size > 1:
+                        d = size - 1
+                        req[i, DRAFTS] = d
+                        prefill += d
+                        positions += d * (done + 1) + d * (d + 1) // 2
+                        spec_seqs += 1
+                        spec_depth = max(spec_depth, d)
+                        spec_context += done + 1
                 else:
                     prefill += size
                     positions += size * done + size * (size + 1) // 2
@@ -195,9 +289,11 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
             rep[r, N_RUN], rep[r, LEFT] = kept, room
             rep[r, PREFILL], rep[r, DECODES], rep[r, POSITIONS] = prefill, decodes, positions
             rep[r, PREFILL_KV], rep[r, DECODE_CONTEXT] = prefill_kv, decode_context
-            preempted[r] = stop >= 0 and _schedule_running(r, stop, block_size, caching, req, rep, blocks, run,
-                                                           wq, slot_stack, table, n_blk, keymap, keys,
-                                                           preemptions)
+            rep[r, SPEC_SEQS], rep[r, SPEC_DEPTH], rep[r, SPEC_CONTEXT], rep[r, LOADED] = (
+                spec_seqs, spec_depth, spec_context, 0)
+            preempted[r] = stop >= 0 and schedule_running(r, stop, block_size, caching, spec_k, features, req,
+                                                           rep, blocks, run, wq, slot_stack, table, n_blk, keymap,
+                                                           keys, host, preemptions)
             scheduled[r] = True
         # 2. Arrivals now: route each to a replica's waiting queue.
         while i_next < pend and arrival[i_next] <= now:
@@ -218,187 +314,25 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
                 continue
             if not scheduled[r]:  # idle until now
                 rep[r, LEFT] = budget
-                for c in range(PREFILL, DECODE_CONTEXT + 1):
+                for c in range(PREFILL, LOADED + 1):
                     rep[r, c] = 0
-                preempted[r] = _schedule_running(r, 0, block_size, caching, req, rep, blocks, run, wq,
-                                                 slot_stack, table, n_blk, keymap, keys, preemptions)
+                preempted[r] = schedule_running(r, 0, block_size, caching, spec_k, features, req, rep, blocks,
+                                                 run, wq, slot_stack, table, n_blk, keymap, keys, host, preemptions)
             scheduled[r] = False
             if not preempted[r] and rep[r, W_LEN] > 0 and rep[r, LEFT] > 0 and rep[r, N_RUN] < max_seqs:
-                _admit(r, now, max_seqs, block_size, caching, preempt, req, rep, blocks, run, wq, slot_stack,
-                       table, n_blk, keymap, keys, admit, cached)
+                admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req, rep, blocks, run, wq,
+                       slot_stack, table, n_blk, keymap, keys, host, admit, cached, loaded)
             if rep[r, LEFT] == budget:
                 continue  # nothing fits (cannot happen when every request fits the KV cache)
-            t_end[r] = now + iteration_seconds(
+            dt = iteration_seconds(
                 params, rep[r, PREFILL], rep[r, DECODES], float(rep[r, POSITIONS] + rep[r, DECODE_CONTEXT]),
                 float(rep[r, PREFILL_KV] + rep[r, DECODE_CONTEXT]), float(rep[r, DECODE_CONTEXT]))
+            if rep[r, SPEC_SEQS] > 0:
+                context = float(rep[r, SPEC_CONTEXT])
+                dt += rep[r, SPEC_DEPTH] * iteration_seconds(draft_params, 0, rep[r, SPEC_SEQS], context, context,
+                                                             context)
+            if rep[r, LOADED] > 0:
+                dt += rep[r, LOADED] * features[F_LOAD_S_PER_TOKEN]
+            t_end[r] = now + dt
             iterations += 1
     return iterations
-
-
-@njit(cache=True)
-def _schedule_running(r, j, block_size, caching, req, rep, blocks, run, wq, slot_stack, table, n_blk, keymap,
-                      keys, preemptions):
-    """Schedule ``run[r, j:]`` from the budget left, preempting the newest running request while
-    blocks are short (module docstring, step 1); return whether any was preempted.
-    """
-    preempted = False
-    while j < rep[r, N_RUN] and rep[r, LEFT] > 0:
-        i = run[r, j]
-        done = req[i, COMPUTED]
-        size = min(req[i, PROMPT] + req[i, GENERATED] - done, rep[r, LEFT])
-        upto = done + size
-        ok = True
-        while upto > n_blk[r, req[i, SLOT]] * block_size and not _grow(r, req[i, SLOT], upto, block_size, rep,
-                                                                       blocks, table, n_blk, keymap):
-            rep[r, N_RUN] -= 1
-            victim = run[r, rep[r, N_RUN]]
-            _release(r, req[victim, SLOT], rep, blocks, table, n_blk, slot_stack)
-            req[victim, SLOT], req[victim, COMPUTED], req[victim, REGISTERED] = -1, 0, 0
-            preemptions[victim] += 1
-            rep[r, W_HEAD] = (rep[r, W_HEAD] - 1) % wq.shape[1]
-            wq[r, rep[r, W_HEAD]] = victim
-            rep[r, W_LEN] += 1
-            preempted = True
-            if victim == i:
-                ok = False
-                break
-        if not ok:
-            break
-        if caching and req[i, REGISTERED] < min(upto // block_size, req[i, KEY_COUNT]):
-            _register(r, i, req[i, SLOT], upto, block_size, req, keys, blocks, keymap, table)
-        _schedule(r, i, size, done, req, rep)
-        j += 1
-    return preempted
-
-
-@njit(cache=True)
-def _admit(r, now, max_seqs, block_size, caching, preempt, req, rep, blocks, run, wq, slot_stack, table, n_blk,
-           keymap, keys, admit, cached):
-    """Admit waiting requests first come first served while they fit (module docstring, step 2)."""
-    while rep[r, W_LEN] > 0 and rep[r, LEFT] > 0 and rep[r, N_RUN] < max_seqs:
-        i = wq[r, rep[r, W_HEAD]]
-        known = req[i, PROMPT] + req[i, GENERATED]
-        first_key = req[i, KEY_START]
-        hits = 0
-        evictable = 0
-        if caching:
-            limit = min(req[i, KEY_COUNT], (known - 1) // block_size)
-            while hits < limit and keymap[r, keys[first_key + hits]] >= 0:
-                if blocks[r, keymap[r, keys[first_key + hits]], REF] == 0:
-                    evictable += 1
-                hits += 1
-        size = min(known - hits * block_size, rep[r, LEFT])
-        reserve = hits * block_size + size if preempt else req[i, PROMPT] + req[i, OUTPUT]
-        need = (reserve + block_size - 1) // block_size - hits
-        if need + evictable > rep[r, N_FREE]:
-            break
-        rep[r, W_HEAD] = (rep[r, W_HEAD] + 1) % wq.shape[1]
-        rep[r, W_LEN] -= 1
-        rep[r, N_SLOT] -= 1
-        s = slot_stack[r, rep[r, N_SLOT]]
-        req[i, SLOT] = s
-        for h in range(hits):
-            b = keymap[r, keys[first_key + h]]
-            if blocks[r, b, REF] == 0:
-                _unlink(r, b, rep, blocks)
-            blocks[r, b, REF] += 1
-            table[r, s, h] = b
-        n_blk[r, s] = hits
-        _grow(r, s, reserve, block_size, rep, blocks, table, n_blk, keymap)
-        req[i, COMPUTED] = hits * block_size
-        req[i, REGISTERED] = hits
-        if caching:
-            _register(r, i, s, req[i, COMPUTED] + size, block_size, req, keys, blocks, keymap, table)
-        if np.isnan(admit[i]):
-            admit[i] = now
-            cached[i] = hits * block_size
-        _schedule(r, i, size, hits * block_size, req, rep)
-        run[r, rep[r, N_RUN]] = i
-        rep[r, N_RUN] += 1
-
-
-@njit(cache=True)
-def _schedule(r, i, size, done, req, rep):
-    """Give request ``i`` (``done`` tokens computed) ``size`` tokens of replica ``r``'s iteration."""
-    req[i, SCHED] = size
-    rep[r, LEFT] -= size
-    if size == 1 and done == req[i, PROMPT] + req[i, GENERATED] - 1 and req[i, GENERATED] > 0:
-        rep[r, DECODES] += 1
-        rep[r, DECODE_CONTEXT] += done + 1
-    else:
-        rep[r, PREFILL] += size
-        rep[r, POSITIONS] += size * done + size * (size + 1) // 2
-        rep[r, PREFILL_KV] += done + size
-
-
-@njit(cache=True)
-def _unlink(r, b, rep, blocks):
-    """Take block ``b`` out of replica ``r``'s free queue."""
-    p, q = blocks[r, b, PREV], blocks[r, b, NEXT]
-    if p >= 0:
-        blocks[r, p, NEXT] = q
-    else:
-        rep[r, FHEAD] = q
-    if q >= 0:
-        blocks[r, q, PREV] = p
-    else:
-        rep[r, FTAIL] = p
-    rep[r, N_FREE] -= 1
-
-
-@njit(cache=True)
-def _grow(r, s, tokens, block_size, rep, blocks, table, n_blk, keymap):
-    """Give slot ``s`` blocks for ``tokens`` tokens from the free queue's head; False if too few."""
-    need = (tokens + block_size - 1) // block_size - n_blk[r, s]
-    if need <= 0:
-        return True
-    if need > rep[r, N_FREE]:
-        return False
-    for _ in range(need):
-        b = rep[r, FHEAD]  # unlinked here rather than by _unlink: a call costs more
-        rep[r, FHEAD] = blocks[r, b, NEXT]
-        if rep[r, FHEAD] >= 0:
-            blocks[r, rep[r, FHEAD], PREV] = -1
-        else:
-            rep[r, FTAIL] = -1
-        rep[r, N_FREE] -= 1
-        if blocks[r, b, KEY] >= 0:  # evict the cached content this block held
-            keymap[r, blocks[r, b, KEY]] = -1
-            blocks[r, b, KEY] = -1
-        blocks[r, b, REF] = 1
-        table[r, s, n_blk[r, s]] = b
-        n_blk[r, s] += 1
-    return True
-
-
-@njit(cache=True)
-def _release(r, s, rep, blocks, table, n_blk, slot_stack):
-    """Free slot ``s``'s blocks, last block first, to the free queue's tail; free the slot."""
-    for q in range(n_blk[r, s] - 1, -1, -1):
-        b = table[r, s, q]
-        blocks[r, b, REF] -= 1
-        if blocks[r, b, REF] == 0:
-            last = rep[r, FTAIL]
-            blocks[r, b, PREV], blocks[r, b, NEXT] = last, -1
-            if last >= 0:
-                blocks[r, last, NEXT] = b
-            else:
-                rep[r, FHEAD] = b
-            rep[r, FTAIL] = b
-            rep[r, N_FREE] += 1
-    n_blk[r, s] = 0
-    slot_stack[r, rep[r, N_SLOT]] = s
-    rep[r, N_SLOT] += 1
-
-
-@njit(cache=True)
-def _register(r, i, s, tokens, block_size, req, keys, blocks, keymap, table):
-    """Cache request ``i``'s full prompt blocks up to ``tokens`` under their content keys."""
-    upto = min(tokens // block_size, req[i, KEY_COUNT])
-    for q in range(req[i, REGISTERED], upto):
-        b = table[r, s, q]
-        key = keys[req[i, KEY_START] + q]
-        if blocks[r, b, KEY] < 0 and keymap[r, key] < 0:
-            keymap[r, key] = b
-            blocks[r, b, KEY] = key
-    req[i, REGISTERED] = max(req[i, REGISTERED], upto)

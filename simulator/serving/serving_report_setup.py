@@ -1,0 +1,53 @@
+"""``fleetcast serving``'s options for speculation, a host KV tier and disaggregation, turned
+into the objects :func:`simulator.serving.report.serving_report` and
+:func:`simulator.serving.disaggregated_report.disaggregated_report` take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from simulator.serving.disaggregated_report import disaggregated_report
+from simulator.serving.iteration import ServingConfigError
+from simulator.serving.report import replica_model
+from simulator.serving.serving_setup import host_tier, parse_split, speculation
+from simulator.serving.workload import synthetic_workload, trace_workload
+
+
+def extras_for(*, llm, gpu, tp, dtype, kv_dtype, layout, spec_k, acceptance, draft, host_kv_tokens, host_kv_gbps,
+               spill_preempted) -> dict[str, Any]:
+    """``speculation`` and ``host_kv`` for :func:`~simulator.serving.report.serving_report`."""
+    host = host_tier(host_kv_tokens, host_kv_gbps, spill_preempted)
+    spec = None
+    if spec_k is not None:
+        target = replica_model(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, **layout)
+        spec = speculation(spec_k, acceptance, draft, target, gpu)
+    return {"speculation": spec, "host_kv": host}
+
+
+def disaggregated_serving(split_text: str, *, llm, gpu, tp, dtype, kv_dtype, max_batch, max_batched_tokens, trace,
+                          rate_scale, input_len, output_len, num_requests, rate, seed, prefix_caching, kv_preemption,
+                          shared_prefix_tokens, distinct_prompts, layout, decode_gpu, decode_tp, decode_dp,
+                          decode_ep, link, spec_k, acceptance, draft, host_kv_tokens, host_kv_gbps,
+                          spill_preempted) -> dict[str, Any]:
+    """The JSON object of ``fleetcast serving --disaggregate P:D``."""
+    split = parse_split(split_text)
+    if layout.get("pp", 1) > 1:
+        raise ServingConfigError("--disaggregate takes tensor, data and expert parallelism per side; not --pp")
+    prefill = replica_model(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, **layout)
+    decode_layout = dict(layout, dp=decode_dp or layout.get("dp", 1), ep=decode_ep or layout.get("ep", 1))
+    decode = replica_model(llm=llm, gpu=decode_gpu or gpu, tp=decode_tp or tp, dtype=dtype, kv_dtype=kv_dtype,
+                           **decode_layout)
+    budget = max_batched_tokens
+    if budget is not None and budget < max_batch:
+        raise ServingConfigError(f"--max-batched-tokens ({budget}) must be >= --max-batch ({max_batch})")
+    if trace is not None:
+        workload = trace_workload(trace, rate=rate, rate_scale=rate_scale, seed=seed,
+                                  shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts)
+    else:
+        workload = synthetic_workload(input_len, output_len, num_requests, rate, seed,
+                                      shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts)
+    spec = speculation(spec_k, acceptance, draft, decode, decode.gpu_name) if spec_k is not None else None
+    return disaggregated_report(workload, prefill, decode, split, max_batch=max_batch, max_batched_tokens=budget,
+                                prefix_caching=prefix_caching, kv_preemption=kv_preemption, link=link, seed=seed,
+                                speculation=spec, host_kv=host_tier(host_kv_tokens, host_kv_gbps, spill_preempted),
+                                dtype=dtype)
