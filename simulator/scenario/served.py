@@ -24,6 +24,7 @@ from pydantic.fields import FieldInfo
 
 from simulator.scenario.demand import Demand
 from simulator.scenario.economics import ExternalApi, Pricing, Subscription
+from simulator.scenario.serving_features import DisaggregationSpec, KvOffloadSpec, SpeculativeSpec
 from simulator.scenario.serving_policy import ServingPolicy
 from simulator.scenario.types import Frozen, Positive, PositiveSeconds
 
@@ -90,11 +91,28 @@ class ServingSpec(Frozen):
     )
     probe_requests: Annotated[int, Field(ge=200, le=1_000_000)] = 4000
     seed: Annotated[int, Field(ge=0)] = 0
+    speculative: SpeculativeSpec | None = Field(default=None, description="Speculative decoding")
+    kv_offload: KvOffloadSpec | None = Field(default=None, description="A host-memory KV tier per replica")
+    disaggregation: DisaggregationSpec | None = Field(
+        default=None, description="Prefill/decode disaggregation: the replica becomes a unit of prefill and "
+        "decode replicas")
+
+    def side_layout(self, side: str) -> tuple[int, int, int]:
+        """``(tp, dp, ep)`` of a disaggregated unit's ``prefill`` or ``decode`` replicas."""
+        assert self.disaggregation is not None
+        own = getattr(self.disaggregation, side)
+        return (own.tp or self.tp, own.dp or self.dp, own.ep or self.ep)
 
     @property
     def gpus(self) -> int:
-        """GPUs of one replica: ``tp × dp × pp``."""
-        return self.tp * self.dp * self.pp
+        """GPUs of one replica: ``tp × dp × pp``; of a disaggregated unit, every replica of both sides."""
+        if self.disaggregation is None:
+            return self.tp * self.dp * self.pp
+        total = 0
+        for side in ("prefill", "decode"):
+            tp, dp, _ = self.side_layout(side)
+            total += getattr(self.disaggregation, side).replicas * tp * dp
+        return total
 
     @model_validator(mode="after")
     def _one_model(self) -> ServingSpec:
@@ -102,6 +120,11 @@ class ServingSpec(Frozen):
             raise ValueError("give exactly one of 'model' (a catalog name) and 'model_config' (a config.json)")
         if self.tp * self.dp * self.pp > 4096:
             raise ValueError(f"tp × dp × pp is {self.tp * self.dp * self.pp:,}; a replica holds at most 4,096 GPUs")
+        if self.disaggregation is not None:
+            if self.pp > 1:
+                raise ValueError("a disaggregated unit's sides take tp, dp and ep; leave pp at 1")
+            if self.gpus > 4096:
+                raise ValueError(f"the disaggregated unit holds {self.gpus:,} GPUs; at most 4,096")
         return self
 
     @model_serializer(mode="wrap")
@@ -264,7 +287,13 @@ class ServedModel(Frozen):
 
     def _layout_gpus(self, override: BaseModel) -> int:
         """tp × dp × pp of a pool's serving block over the model's (each field: the pool's, the
-        model's, else 1), without validating the merged block (checked with its field path later)."""
+        model's, else 1), without validating the merged block (checked with its field path later);
+        a disaggregated unit's GPUs when either block disaggregates."""
+        if override.disaggregation is not None or (self.serving is not None and self.serving.disaggregation):
+            changes = {k: v for k, v in override if v is not None}
+            merged = (self.serving.model_copy(update=changes) if self.serving is not None
+                      else ServingSpec.model_construct(**changes))
+            return merged.gpus
         gpus = 1
         for key in ("tp", "dp", "pp"):
             value = getattr(override, key)
@@ -284,7 +313,8 @@ class ServedModel(Frozen):
         shape = self.replicas.get(pool) or ReplicaShape()
         gpus = shape.gpus_per_replica
         if gpus is None:
-            own = shape.serving is not None and any(getattr(shape.serving, k) is not None for k in ("tp", "dp", "pp"))
+            own = shape.serving is not None and any(getattr(shape.serving, k) is not None
+                                                    for k in ("tp", "dp", "pp", "disaggregation"))
             gpus = self._layout_gpus(shape.serving) if own else self.replica_gpus
         return ReplicaShape(
             gpus_per_replica=gpus,

@@ -32,10 +32,13 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.serving.disaggregated import DisaggregatedResult, Unit, simulate_disaggregated
 from simulator.serving.iteration import IterationModel, ServingConfigError
+from simulator.serving.kv_offload import HostKvTier
 from simulator.serving.probe import TraceRequests, request_arrays
 from simulator.serving.replica import POLICIES, simulate_router
 from simulator.serving.routing import AFFINITY_LOAD_FACTOR, ROUTINGS
+from simulator.serving.serving_setup import Speculation, acceptance_rng
 from simulator.serving.trace import LengthMix
 from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS, simulate_vllm
 
@@ -67,6 +70,7 @@ class CapacityCurve:
     tpot_at_capacity_s: float
     requests: int
     hit_rate_at_capacity: float = 0.0  # share of prompt tokens taken from the prefix cache
+    figures: dict | None = None  # at capacity: a unit's split figures, tokens per step, host-tier hits
 
 
 def cache_dir() -> Path:
@@ -90,6 +94,9 @@ def capacity_curve(
     kv_preemption: bool = True,
     replicas: int = 1,
     routing: str = "least_outstanding",
+    speculation: Speculation | None = None,
+    host_kv: HostKvTier | None = None,
+    unit: Unit | None = None,
 ) -> CapacityCurve:
     """Find the sustainable rate per replica by bisection and tabulate attainment against load.
 
@@ -99,7 +106,15 @@ def capacity_curve(
     ``replicas`` and ``routing`` (a :data:`~simulator.serving.routing.ROUTINGS` name; only
     ``least_outstanding`` and ``round_robin`` without a prefix cache): the replicas probed
     together behind one router (module docstring); ``requests`` and ``warmup`` are per replica.
+    ``speculation`` and ``host_kv`` (vLLM scheduling): speculative decoding and a host KV tier;
+    ``unit``: a disaggregated unit (its prefill side's host tier, its decode side's speculation),
+    whose capacity is the unit's (``model`` is then its prefill side's, ``replicas`` must be 1).
+    Acceptance draws are the same at every probe (``seed``'s second stream).
     """
+    if (speculation is not None or host_kv is not None or unit is not None) and scheduler != "vllm":
+        raise ValueError("speculative decoding, a host KV tier and disaggregation need the vllm scheduler")
+    if unit is not None and replicas != 1:
+        raise ValueError("a disaggregated unit is probed alone (its sides have their own replicas)")
     if scheduler not in SCHEDULERS:
         raise ValueError(f"scheduler must be one of {', '.join(SCHEDULERS)}, got {scheduler!r}")
     if not 1 <= replicas <= 4096:
@@ -115,6 +130,8 @@ def capacity_curve(
         kv_capacity_tokens = model.kv_memory(max_num_batched_tokens=budget, max_num_seqs=max_batch).replica_kv_tokens
     options = (scheduler, budget, prefix_caching, kv_preemption, mix.shared_prefix_tokens, mix.distinct_prompts,
                replicas, policy, AFFINITY_LOAD_FACTOR)
+    if speculation is not None or host_kv is not None or unit is not None:
+        options += (_features_key(speculation, host_kv, unit, model),)
     key = _cache_key(model, mix, slo, max_batch, kv_capacity_tokens, prefill_chunk_tokens, requests, warmup, seed,
                      options)
     path = cache_dir() / f"{key}.json"
@@ -131,19 +148,33 @@ def capacity_curve(
     drawn = mix.sample_requests(total, rng)
     prompt, output = drawn["prompt_tokens"], drawn["output_tokens"]
 
+    spec = speculation.spec if speculation is not None else None
+    draft = speculation.draft if speculation is not None else None
+
     def run(arrival):
+        if unit is not None:
+            return simulate_disaggregated(arrival, prompt, output, unit.prefill, unit.decode, unit.link,
+                                          prefix_caching=prefix_caching, prefix_id=drawn["prefix_id"],
+                                          prefix_tokens=drawn["prefix_tokens"], prompt_id=drawn["prompt_id"],
+                                          speculative=spec, draft=draft, host_kv=host_kv,
+                                          rng=acceptance_rng(seed), kv_preemption=kv_preemption)
         if scheduler == "vllm":
             return simulate_vllm(arrival, prompt, output, model, max_num_seqs=max_batch,
                                  max_num_batched_tokens=budget, kv_capacity_tokens=kv_capacity_tokens,
                                  prefix_caching=prefix_caching, kv_preemption=kv_preemption,
                                  prefix_id=drawn["prefix_id"], prefix_tokens=drawn["prefix_tokens"],
-                                 prompt_id=drawn["prompt_id"], replicas=replicas, policy=policy)
+                                 prompt_id=drawn["prompt_id"], replicas=replicas, policy=policy,
+                                 speculative=spec, draft=draft, host_kv=host_kv, rng=acceptance_rng(seed))
         return simulate_router(arrival, prompt, output, model, replicas=replicas, policy=policy,
                                max_batch=max_batch, kv_capacity_tokens=kv_capacity_tokens,
                                prefill_chunk_tokens=prefill_chunk_tokens)
 
     def serve(rate: float):
-        """Poisson arrivals at ``rate`` per replica."""
+        """Poisson arrivals at ``rate`` per replica: the merged result, and a unit's own run."""
+        served = run(np.cumsum(unit_gaps) / (rate * replicas))
+        return served.result if unit is not None else served
+
+    def serve_unit(rate: float):
         return run(np.cumsum(unit_gaps) / (rate * replicas))
 
     def percentiles(result) -> tuple[float, float]:
@@ -158,6 +189,7 @@ def capacity_curve(
         return ttft <= slo.ttft_s and tpot <= slo.tpot_s
 
     offline = run(np.zeros(total))
+    offline = offline.result if unit is not None else offline
     high = total / offline.duration_s / replicas  # nothing sustains more than the offline throughput
     low = high * 1e-3
     if not meets(low):
@@ -185,10 +217,41 @@ def capacity_curve(
     hits = 0.0
     if at_capacity.cached_tokens is not None:
         hits = float(at_capacity.cached_tokens[warmup:].sum() / at_capacity.prompt_tokens[warmup:].sum())
-    curve = CapacityCurve(capacity, LOAD_GRID, tuple(attainment), ttft_cap, tpot_cap, requests, hits)
+    curve = CapacityCurve(capacity, LOAD_GRID, tuple(attainment), ttft_cap, tpot_cap, requests, hits,
+                          _figures(serve_unit(capacity) if unit is not None else at_capacity, warmup))
     if use_cache:
         _store(path, curve)
     return curve
+
+
+def _figures(run, warmup: int) -> dict | None:
+    """What a run at capacity says beyond latency: a unit's split, tokens per step, host-tier hits."""
+    figures: dict = {}
+    if isinstance(run, DisaggregatedResult):
+        summary = run.summary()
+        figures.update({key: summary[key] for key in ("prefill_tokens_per_s_per_gpu", "decode_tokens_per_s_per_gpu",
+                                                      "kv_transfer_gbps", "prefill_replicas", "decode_replicas",
+                                                      "prefill_gpus", "decode_gpus", "kv_link")})
+        run = run.result
+    if run.verify_steps is not None and run.verify_steps[warmup:].sum():
+        figures["tokens_per_step"] = float((run.output_tokens[warmup:] - 1).sum() / run.verify_steps[warmup:].sum())
+    if run.host_tokens is not None:
+        figures["host_kv_hit_rate"] = float(run.host_tokens[warmup:].sum() / run.prompt_tokens[warmup:].sum())
+    return figures or None
+
+
+def _features_key(speculation, host_kv, unit, model) -> list:
+    key: list = [None, None, None]
+    if speculation is not None:
+        spec = speculation.spec
+        target = unit.decode.model if unit is not None else model  # the model that speculates
+        key[0] = [spec.k, spec.accepted_distribution().tolist(), spec.draft_params(target, speculation.draft).tolist()]
+    if host_kv is not None:
+        key[1] = [host_kv.capacity_tokens, host_kv.bandwidth_gbps, host_kv.spill_preempted,
+                  getattr(model, "kv_bytes_per_token", 0.0)]
+    if unit is not None:
+        key[2] = unit.key()
+    return key
 
 
 def _cache_key(model, mix, slo, max_batch, kv, chunk, requests, warmup, seed, options) -> str:

@@ -81,6 +81,27 @@ class Side:
 
 
 @dataclass(frozen=True)
+class Unit:
+    """A disaggregated unit: the replica the fleet places (GPUs of both sides)."""
+
+    prefill: Side
+    decode: Side
+    link: KvLink
+
+    @property
+    def gpus(self) -> int:
+        return self.prefill.gpus + self.decode.gpus
+
+    def key(self) -> list:
+        """What a capacity derived on this unit depends on (for the capacity cache)."""
+        return [[np.asarray(side.model.params).tolist(), getattr(side.model, "frontend_s", 0.0),
+                 getattr(side.model, "kv_bytes_per_token", 0.0), getattr(side.model, "tp", 1),
+                 getattr(side.model, "dp", 1), side.replicas, side.max_num_seqs, side.max_num_batched_tokens,
+                 side.kv_capacity_tokens] for side in (self.prefill, self.decode)] + [
+            [self.link.bandwidth_gbps, self.link.latency_s, self.link.kind]]
+
+
+@dataclass(frozen=True)
 class DisaggregatedResult:
     """A disaggregated run: per-request times as one :class:`ServingResult` (the unit as one
     replica) and each side's own run."""

@@ -28,7 +28,7 @@ def disaggregated_report(workload: Workload, prefill: OperatorIterationModel, de
         kv = model.kv_memory(max_num_batched_tokens=budget, max_num_seqs=max_batch).replica_kv_tokens
         sides.append(Side(model, replicas, max_num_seqs=max_batch, max_num_batched_tokens=budget,
                           kv_capacity_tokens=kv))
-    chosen = kv_link(prefill, decode, link)
+    chosen = kv_link(prefill, decode, link, unit_gpus=sides[0].gpus + sides[1].gpus)
     run = simulate_disaggregated(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, sides[0],
                                  sides[1], chosen, prefix_caching=prefix_caching, prefix_id=workload.prefix_id,
                                  prefix_tokens=workload.prefix_tokens, prompt_id=workload.prompt_id,

@@ -31,10 +31,15 @@ from simulator.scenario import load_scenario as _validate
 from simulator.scenario.served import ReplicaShape, ServedModel, ServingSpec, SloCurve
 from simulator.serving.capacity import WARMUP_REQUESTS, CapacityCurve, Slo, capacity_curve
 from simulator.serving.config import operator_model, resolve_gpu
+from simulator.serving.disaggregated import Side, Unit
 from simulator.serving.iteration import ServingConfigError
+from simulator.serving.kv_offload import HostKvTier
 from simulator.serving.model_config import ModelConfigError, load_model_config
 from simulator.serving.probe import TraceRequests, describe_mix, trace_requests
+from simulator.serving.serving_setup import kv_link
+from simulator.serving.serving_setup import speculation as build_speculation
 from simulator.serving.trace import LengthMix, TraceError
+from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS
 
 
 def load_scenario(
@@ -110,28 +115,31 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
         if _gpu_name(spec.gpu, scenario, (*where, "gpu")) != _gpu_name(pool.gpu, scenario, (*where, "gpu")):
             raise ScenarioError((*where, "gpu"), f"is {spec.gpu} but pool {pool_name!r} holds {pool.gpu}; a replica "
                                 "runs on its pool's GPU (leave serving.gpu out, or give the pool its own block)")
-    try:
-        iteration = operator_model(name, pool.gpu, spec.tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus, llms=llms,
-                                   dp=spec.dp, pp=spec.pp, ep=spec.ep,
-                                   gpu_memory_utilization=spec.gpu_memory_utilization)
-    except ServingConfigError as exc:
-        text = str(exc)
-        field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text
-                 else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
-                 or "no FP8 support" in text or "no FP4 tensor cores" in text
-                 else "ep" if text.startswith(("ep ", "ep_", "ep must")) else "pp" if text.startswith("pp ")
-                 else "gpu_memory_utilization" if text.startswith("gpu_memory_utilization") else "tp")
-        raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
+    iteration = None if spec.disaggregation is not None else _iteration_model(
+        scenario, name, llms, pool, spec, spec.tp, spec.dp, spec.ep, loc, pool_name)
     mix = _requests(spec, model, base_dir, loc)
     slo = Slo(spec.slo.ttft_s, spec.slo.ttft_percentile, spec.slo.tpot_s, spec.slo.tpot_percentile)
     try:
-        curve = capacity_curve(iteration, mix, slo, spec.max_batch,
+        unit = _unit(scenario, name, llms, pool, spec, loc, pool_name) if spec.disaggregation is not None else None
+        target = unit.decode.model if unit is not None else iteration
+        speculation = None
+        if spec.speculative is not None:
+            s = spec.speculative
+            speculation = build_speculation(s.k, s.acceptance, s.draft, target, pool.gpu,
+                                            tuple(s.accepted_distribution) if s.accepted_distribution else None,
+                                            s.draft_share)
+        host = None
+        if spec.kv_offload is not None:
+            host = HostKvTier(spec.kv_offload.host_tokens, spec.kv_offload.bandwidth_gbps,
+                              spec.kv_offload.spill_preempted)
+        curve = capacity_curve(unit.prefill.model if unit is not None else iteration, mix, slo, spec.max_batch,
                                prefill_chunk_tokens=spec.prefill_chunk_tokens,
                                requests=spec.probe_requests, seed=spec.seed,
                                max_batched_tokens=spec.max_batched_tokens,
                                prefix_caching=spec.prefix_caching == "enabled",
                                kv_preemption=spec.kv_preemption == "enabled",
-                               replicas=spec.router_replicas, routing=spec.routing)
+                               replicas=spec.router_replicas if unit is None else 1, routing=spec.routing,
+                               speculation=speculation, host_kv=host, unit=unit)
     except (ServingConfigError, ValueError) as exc:
         raise ScenarioError(loc, f"{exc} (pool {pool_name!r})") from None
     own = model.replicas.get(pool_name)
@@ -145,6 +153,44 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
     )
 
 
+def _iteration_model(scenario, name, llms, pool, spec: ServingSpec, tp: int, dp: int, ep: int, loc: tuple,
+                     pool_name: str):
+    """The operator model of a replica (or of one side of a unit) on the pool's GPU."""
+    try:
+        return operator_model(name, pool.gpu, tp, spec.dtype, spec.kv_dtype, gpus=scenario.gpus, llms=llms,
+                              dp=dp, pp=spec.pp, ep=ep, gpu_memory_utilization=spec.gpu_memory_utilization)
+    except ServingConfigError as exc:
+        text = str(exc)
+        field = ("model" if "unknown model" in text else "gpu" if "unknown GPU" in text
+                 else "kv_dtype" if text.startswith("kv_dtype") else "dtype" if text.startswith("dtype")
+                 or "no FP8 support" in text or "no FP4 tensor cores" in text
+                 else "ep" if text.startswith(("ep ", "ep_", "ep must")) else "pp" if text.startswith("pp ")
+                 else "gpu_memory_utilization" if text.startswith("gpu_memory_utilization") else "tp")
+        raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
+
+
+def _unit(scenario, name, llms, pool, spec: ServingSpec, loc: tuple, pool_name: str) -> Unit:
+    """A disaggregated unit on the pool's GPUs: both sides' models, engines and the KV link."""
+    sides = []
+    budget = spec.max_batched_tokens or spec.prefill_chunk_tokens or DEFAULT_MAX_BATCHED_TOKENS
+    for side in ("prefill", "decode"):
+        own = getattr(spec.disaggregation, side)
+        tp, dp, ep = spec.side_layout(side)
+        model = _iteration_model(scenario, name, llms, pool, spec, tp, dp, ep, (*loc, "disaggregation", side),
+                                 pool_name)
+        seqs = own.max_batch or spec.max_batch
+        tokens = own.max_batched_tokens or budget
+        kv = model.kv_memory(max_num_batched_tokens=tokens, max_num_seqs=seqs).replica_kv_tokens
+        sides.append(Side(model, own.replicas, max_num_seqs=seqs, max_num_batched_tokens=tokens,
+                          kv_capacity_tokens=kv))
+    try:
+        link = kv_link(sides[0].model, sides[1].model, spec.disaggregation.kv_link, scenario.gpus,
+                       sides[0].gpus + sides[1].gpus)
+    except ServingConfigError as exc:
+        raise ScenarioError((*loc, "disaggregation", "kv_link"), f"{exc} (pool {pool_name!r})") from None
+    return Unit(sides[0], sides[1], link)
+
+
 def derived_workload(spec: ServingSpec, mix: LengthMix | TraceRequests, curve: CapacityCurve) -> str:
     """What a derivation served, in words (a pool's ``derived_workload`` in ``scenario.resolved.yaml``)."""
     replicas = spec.router_replicas
@@ -153,6 +199,17 @@ def derived_workload(spec: ServingSpec, mix: LengthMix | TraceRequests, curve: C
     text += f" over {replicas} replicas, {spec.routing} routing" if replicas > 1 else " on one replica"
     if spec.prefix_caching == "enabled":
         text += f"; prefix-cache hit rate at capacity {curve.hit_rate_at_capacity:.1%}"
+    figures = curve.figures or {}
+    if "prefill_replicas" in figures:
+        text = text.replace(" on one replica", " on one disaggregated unit")
+        text += (f"; P:D {figures['prefill_replicas']}:{figures['decode_replicas']} ({figures['prefill_gpus']} + "
+                 f"{figures['decode_gpus']} GPUs), at capacity {figures['prefill_tokens_per_s_per_gpu']:,.0f} prompt "
+                 f"tokens/s per prefill GPU, {figures['decode_tokens_per_s_per_gpu']:,.0f} output tokens/s per decode "
+                 f"GPU, KV {figures['kv_transfer_gbps']:,.2f} GB/s over {figures['kv_link']}")
+    if "tokens_per_step" in figures:
+        text += f"; speculative decoding {figures['tokens_per_step']:.2f} tokens per step at capacity"
+    if "host_kv_hit_rate" in figures:
+        text += f"; host KV tier hit rate at capacity {figures['host_kv_hit_rate']:.1%}"
     return text
 
 

@@ -80,15 +80,17 @@ def parse_split(text: str) -> tuple[int, int]:
 
 
 def kv_link(prefill: IterationModel, decode: IterationModel, kind: str | None = None,
-            gpus=None) -> KvLink:
+            gpus=None, unit_gpus: int | None = None) -> KvLink:
     """The link between the sides: ``nvlink`` (both in one scale-up domain: same GPU type, and the
-    unit's GPUs fit one domain) or ``rdma``; ``kind`` None chooses by that rule."""
+    unit's ``unit_gpus`` (default one replica of each side) fit one domain) or ``rdma``; ``kind``
+    None chooses by that rule."""
     prefill_gpu = resolve_gpu(prefill.gpu_name, gpus)[1]
     decode_gpu = resolve_gpu(decode.gpu_name, gpus)[1]
     same = prefill.gpu_name == decode.gpu_name
     if kind is None:
         domain = prefill_gpu.scale_up_domain or 1
-        kind = "nvlink" if same and prefill.gpus + decode.gpus <= domain else "rdma"
+        total = unit_gpus if unit_gpus is not None else prefill.gpus + decode.gpus
+        kind = "nvlink" if same and total <= domain else "rdma"
     if kind == "nvlink" and not same:
         raise ServingConfigError("an NVLink KV link joins GPUs of one scale-up domain: prefill and decode "
                                  f"on the same GPU type, not {prefill.gpu_name} and {decode.gpu_name}")
