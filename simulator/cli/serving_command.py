@@ -70,8 +70,17 @@ from simulator.cli.app import console, main
               help="Host-to-GPU bandwidth of the tier, GB/s (default 50: PCIe 5.0 x16).")
 @click.option("--spill-preempted", is_flag=True, help="Preempted requests write their KV to the host tier "
               "and reload it instead of recomputing.")
-@click.option("--disaggregate", "split", metavar="P:D",
-              help="Serve on a disaggregated unit of P prefill and D decode replicas (--batching vllm).")
+@click.option("--disaggregate", "split", metavar="P:D|search",
+              help="Serve on a disaggregated unit of P prefill and D decode replicas (--batching vllm); "
+              "search: the split with the most SLO capacity per GPU (--slo-ttft, --slo-tpot).")
+@click.option("--slo-ttft", type=click.FloatRange(min=0, min_open=True), default=2.0, show_default=True,
+              help="With --disaggregate search: TTFT p90 target, seconds.")
+@click.option("--slo-tpot", type=click.FloatRange(min=0, min_open=True), default=0.2, show_default=True,
+              help="With --disaggregate search: TPOT p99 target, seconds.")
+@click.option("--max-prefill", type=click.IntRange(min=1, max=64), default=4, show_default=True,
+              help="With --disaggregate search: most prefill replicas per unit.")
+@click.option("--max-decode", type=click.IntRange(min=1, max=64), default=8, show_default=True,
+              help="With --disaggregate search: most decode replicas per unit.")
 @click.option("--decode-gpu", help="With --disaggregate: the decode replicas' GPU (default --gpu).")
 @click.option("--decode-tp", type=click.IntRange(min=1), help="With --disaggregate: decode tensor-parallel GPUs.")
 @click.option("--decode-dp", type=click.IntRange(min=1), help="With --disaggregate: decode data-parallel ranks.")
@@ -84,8 +93,8 @@ from simulator.cli.app import console, main
 def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilization, kv_dtype, max_batch, chunk,
             batching, max_batched_tokens, prefix_caching, kv_preemption, shared_prefix_tokens, distinct_prompts, trace,
             rate_scale, input_len, output_len, num_requests, rate, replicas, router, concurrency, spec_k, acceptance,
-            draft, host_kv_tokens, host_kv_gbps, spill_preempted, split, decode_gpu, decode_tp, decode_dp, decode_ep,
-            kv_link, seed, as_json) -> None:
+            draft, host_kv_tokens, host_kv_gbps, spill_preempted, split, slo_ttft, slo_tpot, max_prefill, max_decode,
+            decode_gpu, decode_tp, decode_dp, decode_ep, kv_link, seed, as_json) -> None:
     """Serve a workload on one replica (or several) with the request-level engine.
 
     Without --rate (and without a trace) all requests arrive at time 0: offline throughput.
@@ -119,7 +128,9 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
                            input_len=input_len, output_len=output_len, num_requests=num_requests, rate=rate,
                            replicas=replicas, router=router, seed=seed, as_json=as_json)
         return
-    if trace is None and None in (input_len, output_len, num_requests):
+    if split == "search" and trace is None and None in (input_len, output_len):
+        raise click.UsageError("give --trace, or --input-len and --output-len (the requests the search probes)")
+    if split != "search" and trace is None and None in (input_len, output_len, num_requests):
         raise click.UsageError("give --trace, or all of --input-len, --output-len and --num-requests")
     if trace is not None and (input_len or output_len or num_requests):
         raise click.UsageError("--trace replaces --input-len, --output-len and --num-requests")
@@ -135,6 +146,15 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
         raise click.UsageError("--disaggregate sets the unit's replicas (P:D); leave --replicas out")
     extra = dict(spec_k=spec_k, acceptance=acceptance, draft=draft, host_kv_tokens=host_kv_tokens,
                  host_kv_gbps=host_kv_gbps, spill_preempted=spill_preempted)
+    if split == "search":
+        _search_split(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch,
+                      max_batched_tokens=max_batched_tokens or chunk, trace=trace, input_len=input_len,
+                      output_len=output_len, num_requests=num_requests, seed=seed,
+                      prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off", layout=layout,
+                      decode_gpu=decode_gpu, decode_tp=decode_tp, decode_dp=decode_dp, decode_ep=decode_ep,
+                      link=kv_link, slo_ttft=slo_ttft, slo_tpot=slo_tpot, max_prefill=max_prefill,
+                      max_decode=max_decode, as_json=as_json, rate=rate, **extra)
+        return
     if split is not None:
         from simulator.serving.serving_report_setup import disaggregated_serving
 
@@ -166,6 +186,31 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
     table.add_column(justify="right")
     for label, value in report_rows(report):
         table.add_row(label, value)
+    console.print(table)
+
+
+def _search_split(*, as_json, rate, **options) -> None:
+    """``--disaggregate search``: run the search, print each split tried."""
+    from simulator.serving.serving_report_setup import split_search_rows
+
+    if rate is not None:
+        raise click.UsageError("--disaggregate search finds each split's capacity itself; leave --rate out")
+    rows = split_search_rows(**options)
+    if as_json:
+        click.echo(json.dumps(rows, allow_nan=False))
+        return
+    first = rows[0] if rows else {}
+    table = Table(title=f"P:D splits of {first.get('model')} on {first.get('gpu')}/{first.get('decode_gpu')} "
+                        f"({first.get('slo')}), best capacity per GPU first")
+    for label in ("P:D", "GPUs", "req/s per unit", "req/s per GPU", "TTFT p90 ms", "TPOT p99 ms", "KV GB/s"):
+        table.add_column(label, justify="right")
+    def ms(value):
+        return "—" if value is None else f"{value * 1000:,.1f}"
+
+    for row in rows:
+        table.add_row(row["split"], f"{row['gpus']}", f"{row['capacity_rps']:,.2f}", f"{row['rps_per_gpu']:,.3f}",
+                      ms(row["ttft_at_capacity_s"]), ms(row["tpot_at_capacity_s"]),
+                      "—" if row["kv_transfer_gbps"] is None else f"{row['kv_transfer_gbps']:,.2f}")
     console.print(table)
 
 

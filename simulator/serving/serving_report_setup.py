@@ -51,3 +51,47 @@ def disaggregated_serving(split_text: str, *, llm, gpu, tp, dtype, kv_dtype, max
                                 prefix_caching=prefix_caching, kv_preemption=kv_preemption, link=link, seed=seed,
                                 speculation=spec, host_kv=host_tier(host_kv_tokens, host_kv_gbps, spill_preempted),
                                 dtype=dtype)
+
+
+def split_search_rows(*, llm, gpu, tp, dtype, kv_dtype, max_batch, max_batched_tokens, trace, input_len, output_len,
+                      num_requests, seed, prefix_caching, kv_preemption, layout, decode_gpu, decode_tp, decode_dp,
+                      decode_ep, link, spec_k, acceptance, draft, host_kv_tokens, host_kv_gbps, spill_preempted,
+                      slo_ttft, slo_tpot, max_prefill, max_decode) -> list[dict[str, Any]]:
+    """The rows of ``fleetcast serving --disaggregate search``: each split tried, best first."""
+    from simulator.serving.capacity import Slo
+    from simulator.serving.disaggregated import Side, Unit
+    from simulator.serving.probe import trace_requests
+    from simulator.serving.serving_setup import kv_link
+    from simulator.serving.split_search import search_split
+    from simulator.serving.trace import LengthMix
+    from simulator.serving.vllm import DEFAULT_MAX_BATCHED_TOKENS
+
+    prefill = replica_model(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, **layout)
+    decode_layout = dict(layout, dp=decode_dp or layout.get("dp", 1), ep=decode_ep or layout.get("ep", 1))
+    decode = replica_model(llm=llm, gpu=decode_gpu or gpu, tp=decode_tp or tp, dtype=dtype, kv_dtype=kv_dtype,
+                           **decode_layout)
+    budget = max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
+    sides = [Side(m, 1, max_num_seqs=max_batch, max_num_batched_tokens=budget,
+                  kv_capacity_tokens=m.kv_memory(max_num_batched_tokens=budget, max_num_seqs=max_batch).replica_kv_tokens)
+             for m in (prefill, decode)]
+    # The link of the largest split tried: NVLink (by default) only if every split fits one domain.
+    unit = Unit(sides[0], sides[1], kv_link(prefill, decode, link,
+                                            unit_gpus=max_prefill * prefill.gpus + max_decode * decode.gpus))
+    mix = trace_requests(trace, seed=seed) if trace is not None else LengthMix.fixed(input_len, output_len)
+    spec = speculation(spec_k, acceptance, draft, decode, decode.gpu_name) if spec_k is not None else None
+    slo = Slo(ttft_s=slo_ttft, tpot_s=slo_tpot)
+    tried = search_split(unit, mix, slo, max_prefill, max_decode, requests=num_requests or 2000, seed=seed,
+                         prefix_caching=prefix_caching, kv_preemption=kv_preemption, speculation=spec,
+                         host_kv=host_tier(host_kv_tokens, host_kv_gbps, spill_preempted))
+    rows = []
+    for c in tried:
+        figures = (c.curve.figures or {}) if c.curve is not None else {}
+        rows.append({"split": c.split, "prefill_replicas": c.prefill_replicas, "decode_replicas": c.decode_replicas,
+                     "gpus": c.gpus, "capacity_rps": c.capacity_rps, "rps_per_gpu": c.rps_per_gpu,
+                     "ttft_at_capacity_s": c.curve.ttft_at_capacity_s if c.curve is not None else None,
+                     "tpot_at_capacity_s": c.curve.tpot_at_capacity_s if c.curve is not None else None,
+                     "kv_transfer_gbps": figures.get("kv_transfer_gbps"), "kv_link": unit.link.kind,
+                     "slo": f"TTFT p{slo.ttft_percentile:g} <= {slo.ttft_s:g} s, TPOT p{slo.tpot_percentile:g} "
+                            f"<= {slo.tpot_s:g} s", "model": prefill.llm.name, "gpu": prefill.gpu_name,
+                     "decode_gpu": decode.gpu_name})
+    return rows

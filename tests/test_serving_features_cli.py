@@ -1,0 +1,107 @@
+"""Disaggregation, speculation and a host KV tier through ``fleetcast serving`` and a scenario.
+
+Figures are checked against what the run's own keys imply (tokens per GPU over each side's
+GPUs, KV bytes over the duration), the closed form of accepted tokens, and hand counts of GPUs.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+import simulator
+from simulator import ScenarioError
+from simulator.cli import main
+from tests.helpers import base_scenario
+
+H100_70B = ["serving", "--model", "llama-3.1-70b", "--gpu", "H100", "--tp", "4", "--dtype", "fp8",
+            "--batching", "vllm"]
+
+
+def _json(args):
+    result = CliRunner().invoke(main, [*args, "--json"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def test_a_disaggregated_unit_reports_each_side_per_gpu():
+    report = _json([*H100_70B, "--input-len", "2000", "--output-len", "100", "--num-requests", "300",
+                    "--rate", "3", "--disaggregate", "1:2"])
+    assert (report["split"], report["prefill_gpus"], report["decode_gpus"], report["gpus"]) == ("1:2", 4, 8, 12)
+    duration = report["duration_s"]
+    assert report["prefill_tokens_per_s_per_gpu"] == pytest.approx(300 * 2000 / duration / 4)
+    assert report["decode_tokens_per_s_per_gpu"] == pytest.approx(300 * 100 / duration / 8)
+    assert report["output_tokens_per_s_per_gpu"] == pytest.approx(300 * 100 / duration / 12)
+    # 12 GPUs do not fit an 8-GPU NVLink domain: RDMA at the NIC's 50 GB/s per GPU.
+    assert (report["kv_link"], report["kv_link_gbps"]) == ("rdma", 50.0)
+    # 80 layers × 8 KV heads × 128 × 2 × 1 byte (FP8) = 163,840 bytes per prompt token.
+    assert report["kv_transfer_gbps"] == pytest.approx(300 * 2000 * 163_840 / duration / 1e9)
+
+
+def test_speculation_reports_tokens_per_step_near_the_closed_form():
+    report = _json(["serving", "--model", "llama-3.1-8b", "--gpu", "H100", "--batching", "vllm", "--input-len", "100",
+                    "--output-len", "1000", "--num-requests", "32", "--speculative", "3", "--acceptance", "0.8",
+                    "--draft", "ngram"])
+    expected = (1 - 0.8 ** 4) / (1 - 0.8)  # 2.952
+    assert report["tokens_per_step_expected"] == pytest.approx(expected)
+    assert report["tokens_per_step"] == pytest.approx(expected, rel=0.03)  # ≈ 10,600 steps
+
+
+def test_the_split_search_lists_splits_best_per_gpu_first():
+    rows = _json(["serving", "--model", "llama-3.1-8b", "--gpu", "H100", "--batching", "vllm", "--input-len", "2000",
+                  "--output-len", "200", "--disaggregate", "search", "--slo-ttft", "0.5", "--slo-tpot", "0.03",
+                  "--max-prefill", "2", "--max-decode", "3", "--num-requests", "600"])
+    per_gpu = [row["rps_per_gpu"] for row in rows]
+    assert per_gpu == sorted(per_gpu, reverse=True)
+    assert all(row["rps_per_gpu"] == pytest.approx(row["capacity_rps"] / row["gpus"]) for row in rows)
+    assert {row["split"] for row in rows} >= {"1:1", "2:1"}
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--disaggregate", "1:2", "--batching", "whole-prompt"], "apply to --batching vllm"),
+    (["--speculative", "2", "--batching", "whole-prompt"], "apply to --batching vllm"),
+    (["--decode-tp", "2"], "apply to --disaggregate"),
+    (["--disaggregate", "1x2", "--batching", "vllm"], "P:D split"),
+    (["--speculative", "2", "--acceptance", "0.5,0.5,0.5", "--batching", "vllm"], "acceptance rate"),
+    (["--disaggregate", "1:1", "--batching", "vllm", "--decode-gpu", "B200", "--kv-link", "nvlink"], "NVLink"),
+])
+def test_bad_combinations_exit_2_with_one_line(extra, message):
+    result = CliRunner().invoke(main, ["serving", "--model", "llama-3.1-8b", "--gpu", "H100", "--input-len", "8",
+                                       "--output-len", "8", "--num-requests", "2", *extra])
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+
+
+def _disaggregated_scenario(**serving):
+    data = base_scenario()
+    model = data["models"][0]
+    del model["capacity_rps"], model["gpus_per_replica"]
+    model["serving"] = {"model": "llama-3.1-8b", "probe_requests": 400,
+                        "slo": {"ttft_s": 1.0, "tpot_s": 0.05}, **serving}
+    data["fleet"]["pools"][0]["count"] = 24
+    return data
+
+
+def test_a_disaggregated_unit_is_the_replica_the_fleet_places():
+    data = _disaggregated_scenario(tp=1, disaggregation={"prefill": {"replicas": 1}, "decode": {"replicas": 2, "tp": 2}})
+    scenario = simulator.load_scenario(data)
+    shape = scenario.models[0].replicas["a"]
+    assert shape.gpus_per_replica == 1 * 1 + 2 * 2  # one TP1 prefill replica, two TP2 decode replicas
+    assert "P:D 1:2 (1 + 4 GPUs)" in shape.derived_workload
+    results = simulator.simulate(scenario, paths=1, executor="serial")
+    inference = results.timeseries["gpus_inference"]
+    assert (inference % 5 == 0).all() and inference.max() > 0
+
+
+@pytest.mark.parametrize(("serving", "path"), [
+    ({"speculative": {"k": 3, "acceptance": [0.5, 0.5]}}, "models[0].serving.speculative"),
+    ({"speculative": {"k": 2, "accepted_distribution": [0.5, 0.6, 0.1]}}, "models[0].serving.speculative"),
+    ({"disaggregation": {"prefill": {"replicas": 0}}}, "models[0].serving.disaggregation.prefill.replicas"),
+    ({"kv_offload": {"host_tokens": 4096, "bandwidth_gbps": -1}}, "models[0].serving.kv_offload.bandwidth_gbps"),
+])
+def test_bad_feature_blocks_name_their_field(serving, path):
+    with pytest.raises(ScenarioError) as error:
+        simulator.load_scenario(_disaggregated_scenario(**serving))
+    assert path in str(error.value)
