@@ -74,6 +74,7 @@ class Side:
     max_num_seqs: int = 256
     max_num_batched_tokens: int = DEFAULT_MAX_BATCHED_TOKENS
     kv_capacity_tokens: int | None = None
+    policy: str = "least_outstanding"  # how its router spreads requests (prefix_affinity keeps a prefix home)
 
     @property
     def gpus(self) -> int:
@@ -97,7 +98,7 @@ class Unit:
         return [[np.asarray(side.model.params).tolist(), getattr(side.model, "frontend_s", 0.0),
                  getattr(side.model, "kv_bytes_per_token", 0.0), getattr(side.model, "tp", 1),
                  getattr(side.model, "dp", 1), side.replicas, side.max_num_seqs, side.max_num_batched_tokens,
-                 side.kv_capacity_tokens] for side in (self.prefill, self.decode)] + [
+                 side.kv_capacity_tokens, side.policy] for side in (self.prefill, self.decode)] + [
             [self.link.bandwidth_gbps, self.link.latency_s, self.link.kind]]
 
 
@@ -178,8 +179,8 @@ def simulate_disaggregated(
                                max_num_batched_tokens=prefill.max_num_batched_tokens,
                                kv_capacity_tokens=prefill.kv_capacity_tokens, prefix_caching=prefix_caching,
                                kv_preemption=kv_preemption, prefix_id=prefix_id, prefix_tokens=prefix_tokens,
-                               prompt_id=prompt_id, replicas=prefill.replicas, frontend_s=frontend_s,
-                               host_kv=host_kv)
+                               prompt_id=prompt_id, replicas=prefill.replicas, policy=prefill.policy,
+                               frontend_s=frontend_s, host_kv=host_kv)
     kv_per_token = float(getattr(prefill.model, "kv_bytes_per_token", 0.0))
     senders = int(getattr(prefill.model, "tp", 1)) * int(getattr(prefill.model, "pp", 1))
     transfer = link.seconds(prompt, kv_per_token, senders)
@@ -192,7 +193,8 @@ def simulate_disaggregated(
                                     max_num_seqs=decode.max_num_seqs,
                                     max_num_batched_tokens=decode.max_num_batched_tokens,
                                     kv_capacity_tokens=decode.kv_capacity_tokens, prefix_caching=False,
-                                    kv_preemption=kv_preemption, replicas=decode.replicas, frontend_s=0.0,
+                                    kv_preemption=kv_preemption, replicas=decode.replicas, policy=decode.policy,
+                                    frontend_s=0.0,
                                     speculative=speculative, draft=draft, kv_arrives=True, rng=rng)
         finish[more] = second_pass.finish_s
     preemptions = first_pass.preemptions.copy()

@@ -114,8 +114,9 @@ class OperatorIterationModel(RooflineIterationModel):
             raise ServingConfigError(f"ep {par.ep}: {self.llm.name} has no routed experts to spread")
         if self.pp > self.llm.layers:
             raise ServingConfigError(f"pp {self.pp} exceeds {self.llm.name}'s {self.llm.layers} layers")
-        if self.ep > 1 and self.llm.experts % self.ep:
-            raise ServingConfigError(f"ep {self.ep} does not divide {self.llm.name}'s {self.llm.experts} experts")
+        if self.ep > self.llm.experts * 2:
+            raise ServingConfigError(f"ep {self.ep} exceeds twice {self.llm.name}'s {self.llm.experts} experts "
+                                     "(one routed expert and one redundant copy per GPU at most)")
         if self.ep_imbalance is not None and self.ep_imbalance < 1:
             raise ServingConfigError(f"ep_imbalance must be >= 1, got {self.ep_imbalance}")
         if not 0 < self.gpu_memory_utilization <= 1:
@@ -200,10 +201,14 @@ class OperatorIterationModel(RooflineIterationModel):
     @property
     def weight_bytes_per_gpu(self) -> float:
         """One GPU's weights: the dense part over ``tp``, routed experts over ``ep`` (or ``tp``), all
-        over ``pp`` stages."""
-        routed = self.routed_expert_bytes
+        over ``pp`` stages. When ``ep`` does not divide the experts, each GPU holds ``ceil(E / ep)``
+        expert slots, the slots beyond ``E`` holding redundant copies of the busiest experts (as
+        DeepSeek's EP144 decode holds 256 + 32 on 144 GPUs)."""
+        routed = held = self.routed_expert_bytes
         par = self.parallelism
-        return ((self.weight_bytes - routed) / par.tp + routed / par.expert_shards) / par.pp
+        if par.ep > 1 and self.llm.experts % par.ep:
+            held = routed * -(-self.llm.experts // par.ep) * par.ep / self.llm.experts
+        return ((self.weight_bytes - routed) / par.tp + held / par.expert_shards) / par.pp
 
     @property
     def kv_bytes_per_token_per_gpu(self) -> float:

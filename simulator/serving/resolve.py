@@ -181,8 +181,9 @@ def _unit(scenario, name, llms, pool, spec: ServingSpec, loc: tuple, pool_name: 
         seqs = own.max_batch or spec.max_batch
         tokens = own.max_batched_tokens or budget
         kv = model.kv_memory(max_num_batched_tokens=tokens, max_num_seqs=seqs).replica_kv_tokens
+        policy = "least_outstanding" if side == "decode" or spec.routing == "least_loaded" else spec.routing
         sides.append(Side(model, own.replicas, max_num_seqs=seqs, max_num_batched_tokens=tokens,
-                          kv_capacity_tokens=kv))
+                          kv_capacity_tokens=kv, policy=policy))
     try:
         link = kv_link(sides[0].model, sides[1].model, spec.disaggregation.kv_link, scenario.gpus,
                        sides[0].gpus + sides[1].gpus)

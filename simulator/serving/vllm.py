@@ -84,7 +84,8 @@ def simulate_vllm(
             drawn from ``rng`` (default ``numpy.random.default_rng(0)``).
         host_kv: a host-memory KV tier per replica (:mod:`simulator.serving.kv_offload`).
         kv_arrives: each request arrives with its prompt's KV and first token (the decode side
-            of a disaggregated deployment, :mod:`simulator.serving.disaggregated`); it only decodes.
+            of a disaggregated deployment, :mod:`simulator.serving.disaggregated`); it only decodes,
+            and its first token's time is its arrival.
 
     The result's ``cached_tokens`` holds the prompt tokens each request took from the prefix
     cache when first admitted, ``host_tokens`` those it loaded from the host tier, and
@@ -177,7 +178,10 @@ def simulate_vllm(
     back[order] = np.arange(n)
     if users is not None:  # the engine wrote the closed loop's arrivals
         arrival = engine_arrival[back] - frontend
-    return ServingResult(arrival, prompt, output, admit[back], first[back], finish[back], replica[back] // stages,
+    first = first[back]
+    if kv_arrives:  # the first token came with the KV: TPOT counts from the arrival
+        first = arrival.copy()
+    return ServingResult(arrival, prompt, output, admit[back], first, finish[back], replica[back] // stages,
                          int(iterations), int(replicas), preempted[back], cached[back],
                          host_tokens=loaded[back] if host_kv is not None else None,
                          verify_steps=steps[back] if speculative is not None else None)
