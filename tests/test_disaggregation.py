@@ -77,6 +77,9 @@ def test_requests_of_one_token_leave_at_the_prefill_side():
                                  frontend_s=0.0)
     assert run.result.finish_s[0] == run.result.first_token_s[0]
     assert len(run.decode.arrival_s) == 1
+    # No KV crosses the link for it: its TTFT is the prefill side's alone, and no bytes are counted.
+    assert run.transfer_s[0] == 0.0 and run.kv_bytes[0] == 0.0
+    assert run.result.first_token_s[0] == run.prefill.first_token_s[0]
 
 
 def test_decode_side_is_limited_by_its_kv_cache():

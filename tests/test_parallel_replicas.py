@@ -40,6 +40,15 @@ def test_expert_parallel_divides_the_experts_and_keeps_the_dense_part_whole():
     assert tp8.weight_bytes_per_gpu == pytest.approx(tp8.weight_bytes / 8, rel=1e-12)
 
 
+def test_ep_that_does_not_divide_the_experts_holds_redundant_slots():
+    """DeepSeek's decode EP144: 256 experts on 144 GPUs, two slots each (32 redundant copies)."""
+    m = model("deepseek-v3", "H100", tp=1, dp=144, ep=144, dtype="fp8")
+    dense = m.weight_bytes - 256 * EXPERT
+    assert m.weight_bytes_per_gpu == pytest.approx(dense + 2 * EXPERT, rel=1e-12)
+    with pytest.raises(ServingConfigError, match="exceeds twice"):
+        model("deepseek-v3", "H100", tp=1, dp=520, ep=520, dtype="fp8")
+
+
 def test_expert_parallel_all_to_all_per_token_and_layer():
     # EP 8 inside one HGX B200 (900 GB/s per direction): a token's 8 expert pairs start spread over
     # the 8 GPUs, 1 per GPU per token, 7/8 of it remote: FP8 dispatch 7/8 × 7,168 B and BF16

@@ -81,3 +81,26 @@ def test_draft_head_share_is_one_layer_and_the_lm_head():
 def test_bad_settings_are_refused(bad):
     with pytest.raises(ValueError):
         SpeculativeDecoding(**bad)
+
+
+def test_a_request_arriving_with_its_kv_decodes_its_first_step_without_drafts():
+    """k = 3, every draft accepted, 9 tokens owed after the first (which came with the KV): a plain
+    step (1 token, 0.011 s), then verifications of 4 tokens (0.014 s) and of 3 (2 drafts: 0.013 s)."""
+    spec = SpeculativeDecoding(k=3, acceptance=1.0, method="ngram")
+    run = simulate_vllm([0.0], [10], [9], LinearIterationModel(0.01, 1e-3), speculative=spec, frontend_s=0.0,
+                        kv_arrives=True, kv_capacity_tokens=10**6)
+    assert run.finish_s[0] == pytest.approx(0.011 + 0.014 + 0.013)
+    assert (run.verify_steps[0], run.verified_tokens[0]) == (2, 7)
+    assert run.tokens_per_step == pytest.approx(3.5)
+
+
+def test_a_requests_acceptances_do_not_depend_on_when_it_arrives():
+    """The same three requests given in another order of arrival keep their own draws."""
+    spec = SpeculativeDecoding(k=2, acceptance=0.6, method="ngram")
+    model = LinearIterationModel(0.01, 1e-3)
+    a = simulate_vllm([0.0, 100.0, 200.0], [10, 20, 30], [50, 60, 70], model, speculative=spec,
+                      rng=np.random.default_rng(3), kv_capacity_tokens=10**6)
+    b = simulate_vllm([200.0, 100.0, 0.0], [10, 20, 30], [50, 60, 70], model, speculative=spec,
+                      rng=np.random.default_rng(3), kv_capacity_tokens=10**6)
+    np.testing.assert_array_equal(a.verify_steps, b.verify_steps)
+    np.testing.assert_allclose(a.e2e_s, b.e2e_s)

@@ -233,8 +233,8 @@ def _figures(run, warmup: int) -> dict | None:
                                                       "kv_transfer_gbps", "prefill_replicas", "decode_replicas",
                                                       "prefill_gpus", "decode_gpus", "kv_link")})
         run = run.result
-    if run.verify_steps is not None and run.verify_steps[warmup:].sum():
-        figures["tokens_per_step"] = float((run.output_tokens[warmup:] - 1).sum() / run.verify_steps[warmup:].sum())
+    if run.verify_steps is not None and run.verified_tokens is not None and run.verify_steps[warmup:].sum():
+        figures["tokens_per_step"] = float(run.verified_tokens[warmup:].sum() / run.verify_steps[warmup:].sum())
     if run.host_tokens is not None:
         figures["host_kv_hit_rate"] = float(run.host_tokens[warmup:].sum() / run.prompt_tokens[warmup:].sum())
     return figures or None

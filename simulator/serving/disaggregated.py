@@ -183,10 +183,10 @@ def simulate_disaggregated(
                                frontend_s=frontend_s, host_kv=host_kv)
     kv_per_token = float(getattr(prefill.model, "kv_bytes_per_token", 0.0))
     senders = int(getattr(prefill.model, "tp", 1)) * int(getattr(prefill.model, "pp", 1))
-    transfer = link.seconds(prompt, kv_per_token, senders)
+    more = output >= 2  # a request of one token leaves at the prefill side: no KV to send
+    transfer = np.where(more, link.seconds(prompt, kv_per_token, senders), 0.0)
     ready = first_pass.first_token_s + transfer
     finish = ready.copy()
-    more = output >= 2
     second_pass = None
     if more.any():
         second_pass = simulate_vllm(ready[more], prompt[more], output[more], decode.model,
@@ -204,9 +204,14 @@ def simulate_disaggregated(
         if second_pass.verify_steps is not None:
             steps = np.zeros(len(prompt), dtype=np.int64)
             steps[more] = second_pass.verify_steps
+    verified = None
+    if steps is not None:
+        verified = np.zeros(len(prompt), dtype=np.int64)
+        verified[more] = second_pass.verified_tokens
     merged = ServingResult(arrival, prompt, output, first_pass.admit_s, ready, finish,
                            np.zeros(len(prompt), dtype=np.int64),
                            first_pass.iterations + (second_pass.iterations if second_pass is not None else 0), 1,
-                           preemptions, first_pass.cached_tokens, first_pass.host_tokens, steps)
-    return DisaggregatedResult(merged, first_pass, second_pass, transfer, prompt * kv_per_token, prefill.gpus,
+                           preemptions, first_pass.cached_tokens, first_pass.host_tokens, steps, verified)
+    return DisaggregatedResult(merged, first_pass, second_pass, transfer, np.where(more, prompt * kv_per_token, 0.0),
+                               prefill.gpus,
                                decode.gpus, link)

@@ -114,7 +114,7 @@ class OperatorIterationModel(RooflineIterationModel):
             raise ServingConfigError(f"ep {par.ep}: {self.llm.name} has no routed experts to spread")
         if self.pp > self.llm.layers:
             raise ServingConfigError(f"pp {self.pp} exceeds {self.llm.name}'s {self.llm.layers} layers")
-        if self.ep > self.llm.experts * 2:
+        if self.ep > 1 and self.ep > self.llm.experts * 2:
             raise ServingConfigError(f"ep {self.ep} exceeds twice {self.llm.name}'s {self.llm.experts} experts "
                                      "(one routed expert and one redundant copy per GPU at most)")
         if self.ep_imbalance is not None and self.ep_imbalance < 1:

@@ -40,6 +40,7 @@ class ServingResult:
     cached_tokens: np.ndarray | None = None  # prompt tokens taken from the prefix cache (vLLM policy)
     host_tokens: np.ndarray | None = None  # prompt tokens loaded from the host KV tier
     verify_steps: np.ndarray | None = None  # speculative verification steps per request
+    verified_tokens: np.ndarray | None = None  # tokens those steps emitted
     ttft_s: np.ndarray = field(init=False)
     e2e_s: np.ndarray = field(init=False)
     queue_s: np.ndarray = field(init=False)
@@ -98,10 +99,10 @@ class ServingResult:
 
     @property
     def tokens_per_step(self) -> float:
-        """Speculating: output tokens after the first per verification step (others: nan)."""
-        if self.verify_steps is None or not self.verify_steps.sum():
+        """Speculating: tokens emitted per verification step (others: nan)."""
+        if self.verify_steps is None or self.verified_tokens is None or not self.verify_steps.sum():
             return float("nan")
-        return float((self.output_tokens - 1).sum() / self.verify_steps.sum())
+        return float(self.verified_tokens.sum() / self.verify_steps.sum())
 
     @property
     def prefix_cache_hit_rate(self) -> float:

@@ -96,7 +96,12 @@ class SpeculativeDecoding:
         if len(output):
             start[1:] = np.cumsum(steps)[:-1]
         total = max(int(steps.sum()), 1)
-        accepted = rng.choice(self.k + 1, size=total, p=self.accepted_distribution()).astype(np.int64)
+        # Inverse CDF: a ≥ j + 1 exactly when u ≥ P(a ≤ j).
+        cdf = np.cumsum(self.accepted_distribution())[:-1]
+        u = rng.random(total)
+        accepted = np.zeros(total, dtype=np.int64)
+        for bound in cdf:
+            accepted += u >= bound
         return accepted, start
 
     def draft_params(self, target, draft=None) -> np.ndarray:

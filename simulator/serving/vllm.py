@@ -156,7 +156,9 @@ def simulate_vllm(
     accepted, draw_start, draft_params = np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(3)
     if speculative is not None:
         features[F_SPEC_K] = speculative.k
-        accepted, draw_start = speculative.draws(output[order], rng if rng is not None else np.random.default_rng(0))
+        # Drawn in the requests' given order: a request's acceptances do not depend on when it arrives.
+        accepted, draw_start = speculative.draws(output, rng if rng is not None else np.random.default_rng(0))
+        draw_start = draw_start[order]
         draft_params = speculative.draft_params(model, draft)
     host_blocks = 0
     if host_kv is not None:
@@ -164,7 +166,7 @@ def simulate_vllm(
         features[F_LOAD_S_PER_TOKEN] = host_kv.load_s_per_token(float(getattr(model, "kv_bytes_per_token", 0.0)))
         features[F_SPILL] = 1.0 if host_kv.spill_preempted else 0.0
     loaded = np.zeros(n, dtype=np.int64)
-    steps = np.zeros(n, dtype=np.int64)
+    steps = np.zeros((n, 2), dtype=np.int64)
     engine_arrival = arrival[order] + frontend
     iterations = serve_vllm_loop(
         engine_arrival, prompt[order], output[order], start[order], count[order],
@@ -184,5 +186,6 @@ def simulate_vllm(
     return ServingResult(arrival, prompt, output, admit[back], first, finish[back], replica[back] // stages,
                          int(iterations), int(replicas), preempted[back], cached[back],
                          host_tokens=loaded[back] if host_kv is not None else None,
-                         verify_steps=steps[back] if speculative is not None else None)
+                         verify_steps=steps[back, 0] if speculative is not None else None,
+                         verified_tokens=steps[back, 1] if speculative is not None else None)
 

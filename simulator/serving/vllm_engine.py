@@ -25,7 +25,9 @@ draft tokens, verified in one pass; the step emits ``1 + min(a, d)`` tokens, ``a
 request's next draw in ``accepted`` (its draws start at ``draw_start[i]``, one per verification
 step, so a request's acceptances do not depend on what it is batched with). The verification
 costs the target model's pass over those tokens (their attention reads the sequence's KV once);
-the draft costs ``max d`` passes of ``draft_params`` over the speculating sequences.
+the draft costs ``max d`` passes of ``draft_params`` over the speculating sequences. A request's
+first step after admission (its first decode when it arrives with its KV, or its first after a
+readmission) takes no drafts: a draft head needs the hidden state of a pass of the target.
 
 A request that arrives with its KV (``features[F_PRELOADED]``: the decode side of a
 disaggregated deployment) has its prompt computed and its first token generated when first
@@ -79,13 +81,14 @@ import numpy as np
 from numba import njit
 
 from simulator.serving.batching import iteration_seconds
-from simulator.serving.kv_blocks import grow, register, release
+from simulator.serving.kv_blocks import grow, grow_tiered, register, release
 from simulator.serving.routing import pick_replica
 from simulator.serving.vllm_layout import (
     COMPUTED,
     DECODE_CONTEXT,
     DECODES,
     DRAFTS,
+    EMITTED,
     F_LOAD_S_PER_TOKEN,
     F_PRELOADED,
     F_SPEC_K,
@@ -152,7 +155,7 @@ def serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, para
                            budget, total_blocks, block_size, caching, preempt, n_replicas, policy, route_key,
                            ranking, load_factor, admit, first, finish, replica_of, preemptions, cached, 0.0,
                            np.zeros(4), np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(3), 0,
-                           np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64))
+                           np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64))
 
 
 @njit(cache=True)
@@ -166,7 +169,7 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
     (see :func:`~simulator.serving.batching.run_batching_loop`). ``features``, ``accepted``,
     ``draw_start``, ``draft_params`` and ``host_blocks`` (blocks per replica) as the module
     docstring says; ``loaded`` receives the prompt tokens each request loaded from the host tier
-    when first admitted and ``steps`` its verification steps.
+    when first admitted and ``steps[i]`` its verification steps and the tokens they emitted.
     """
     n = arrival.shape[0]
     pend = 0
@@ -235,6 +238,7 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
                         req[i, DRAFTS] = 0
                         req[i, COMPUTED] += 1 + a
                         req[i, GENERATED] += 1 + a
+                        req[i, EMITTED] += 1 + a
                     else:
                         req[i, COMPUTED] += req[i, SCHED]
                         if req[i, COMPUTED] >= req[i, PROMPT] + req[i, GENERATED]:
@@ -244,7 +248,7 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
                     req[i, SCHED] = 0
                 if req[i, GENERATED] == req[i, OUTPUT]:
                     finish[i] = now
-                    steps[i] = req[i, STEPS]
+                    steps[i, 0], steps[i, 1] = req[i, STEPS], req[i, EMITTED]
                     if pend < n:
                         arrival[pend] = now + delay
                         pend += 1
@@ -263,8 +267,9 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
                 if spec_k > 0 and decoding:
                     size = 1 + max(min(spec_k, req[i, OUTPUT] - req[i, GENERATED] - 1, room - 1), 0)
                 upto = done + size
-                if upto > n_blk[r, s] * block_size and not grow(r, s, upto, block_size, rep, blocks, table,
-                                                                n_blk, keymap, host):
+                if upto > n_blk[r, s] * block_size and not (
+                        grow(r, s, upto, block_size, rep, blocks, table, n_blk, keymap) if host_blocks == 0
+                        else grow_tiered(r, s, upto, block_size, rep, blocks, table, n_blk, keymap, host)):
                     stop = kept - 1
                     continue
                 if caching and req[i, REGISTERED] < req[i, KEY_COUNT] and req[i, REGISTERED] < upto // block_size:

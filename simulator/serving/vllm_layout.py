@@ -6,10 +6,11 @@
 
 # req: prompt and output tokens, tokens computed (KV in cache), generated, scheduled in the
 # iteration in progress, slot (−1 when not running), prompt blocks cached, the request's block
-# keys, draft tokens scheduled for verification, verification steps taken, tokens spilled to host.
+# keys, draft tokens scheduled for verification, verification steps taken and the tokens they
+# emitted, tokens spilled to host.
 (PROMPT, OUTPUT, COMPUTED, GENERATED, SCHED, SLOT, REGISTERED, KEY_START, KEY_COUNT, DRAFTS, STEPS,
- SPILLED) = range(12)
-REQ_COLUMNS = 12
+ SPILLED, EMITTED) = range(13)
+REQ_COLUMNS = 13
 
 # rep: running requests, waiting ring (head, length), free slots, free-block queue, budget left.
 N_RUN, W_HEAD, W_LEN, N_SLOT, FHEAD, FTAIL, N_FREE, LEFT = range(8)

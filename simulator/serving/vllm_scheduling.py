@@ -13,7 +13,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from simulator.serving.kv_blocks import grow, host_pin, host_store, register, release, unlink
+from simulator.serving.kv_blocks import (
+    grow,
+    grow_tiered,
+    host_pin,
+    host_store,
+    register,
+    release,
+    unlink,
+)
 from simulator.serving.vllm_layout import (
     COMPUTED,
     DECODE_CONTEXT,
@@ -62,8 +70,8 @@ def schedule_running(r, j, block_size, caching, spec_k, features, req, rep, bloc
         size = tokens_toschedule(i, rep[r, LEFT], spec_k, req)
         upto = done + size
         ok = True
-        while upto > n_blk[r, req[i, SLOT]] * block_size and not grow(r, req[i, SLOT], upto, block_size, rep,
-                                                                      blocks, table, n_blk, keymap, host):
+        while upto > n_blk[r, req[i, SLOT]] * block_size and not _grow(r, req[i, SLOT], upto, block_size, rep,
+                                                                       blocks, table, n_blk, keymap, host):
             rep[r, N_RUN] -= 1
             victim = run[r, rep[r, N_RUN]]
             s = req[victim, SLOT]
@@ -134,7 +142,7 @@ def admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req
             blocks[r, b, REF] += 1
             table[r, s, h] = b
         n_blk[r, s] = hits
-        grow(r, s, reserve, block_size, rep, blocks, table, n_blk, keymap, host)
+        _grow(r, s, reserve, block_size, rep, blocks, table, n_blk, keymap, host)
         for h in range(hits, hits + from_host):
             host_store(r, keys[first_key + h], rep, host)  # to the most-recent end
         if spilled > 0:
@@ -186,3 +194,11 @@ def schedule(r, i, size, done, req, rep):
         rep[r, PREFILL] += size
         rep[r, POSITIONS] += size * done + size * (size + 1) // 2
         rep[r, PREFILL_KV] += done + size
+
+
+@njit(cache=True, inline="always")
+def _grow(r, s, tokens, block_size, rep, blocks, table, n_blk, keymap, host):
+    """:func:`~simulator.serving.kv_blocks.grow`, through the host tier when the replica has one."""
+    if rep[r, HOST_CAP] == 0:
+        return grow(r, s, tokens, block_size, rep, blocks, table, n_blk, keymap)
+    return grow_tiered(r, s, tokens, block_size, rep, blocks, table, n_blk, keymap, host)
