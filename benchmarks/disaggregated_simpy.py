@@ -28,14 +28,14 @@ The policy per side:
   replica at that iteration's end.
 * **KV transfer**: ``latency + prompt × KV bytes per token / (bandwidth × 1e9 × senders)``;
   ``ready = prefill end + transfer`` is the request's first-token time (TTFT) and its arrival at
-  the decode side. A request of one output token is finished then.
+  the decode side. A request of one output token is finished at the prefill end (no KV is sent).
 * **decode** (requests of >= 2 output tokens, first token already generated): the iteration
   that admits a request computes one plain token for it (the engine's admission schedules
   ``min(known − computed, budget) = 1`` token and no drafts); every later step of a running
   request processes ``1 + d`` tokens, ``d = max(min(k, tokens still owed − 1, budget left − 1), 0)``,
   and emits ``1 + min(a, d)`` tokens, ``a`` the request's next acceptance draw (one draw per
   step with ``d > 0``). Draws are the engine's: ``accepted[draw_start[p] + step]``, ``p`` the
-  request's position in the decode side's arrival order (ready time, ties by index). The
+  request's position among the decode side's requests in their given order. The
   iteration costs ``base + per_token × Σ(1 + d)`` plus ``max d × (draft_base + draft_per_token
   × sequences speculating)`` (zero for the n-gram method).
 
@@ -82,7 +82,7 @@ class _Request:
         self.owed = output - 1  # tokens still to generate after the first
         self.sched = 0  # tokens in the iteration in progress
         self.drafts = 0  # draft tokens verified in it
-        self.rank = -1  # position in the decode side's arrival order
+        self.rank = -1  # position among the decode side's requests in their given order
         self.steps = 0  # verification steps taken
         self.prefilled = env.event()
         self.done = env.event()
@@ -205,14 +205,12 @@ class _Router:
 
 class _DecodeRouter(_Router):
     """Buffers one instant's arrivals and routes them in index order (the decode engine's stable
-    sort of its arrival times), numbering them in that order (their acceptance draws' layout)."""
+    sort of its arrival times)."""
 
     def __init__(self, env, replicas, chosen, draw_start):
         super().__init__(replicas, chosen)
         self.env = env
         self.pending: list[_Request] = []
-        self.ranks = 0
-        self.next_start = 0  # where the next request's draws start: Σ (output − 1) of those before
         self.draw_start = draw_start
 
     def arrive(self, req: _Request) -> None:
@@ -223,11 +221,6 @@ class _DecodeRouter(_Router):
     def _flush(self, _event) -> None:
         batch, self.pending = sorted(self.pending, key=lambda q: q.index), []
         for req in batch:
-            req.rank = self.ranks
-            if self.draw_start is not None:
-                assert self.draw_start[req.rank] == self.next_start, "arrival order differs from the engine's"
-            self.next_start += req.output - 1
-            self.ranks += 1
             self.route(req)
 
 
@@ -284,6 +277,7 @@ def simpy_disaggregated(arrival_s, prompt_tokens, output_tokens, *,
     if k and (accepted is None or draw_start is None):
         raise ValueError("speculating needs the engine's accepted and draw_start arrays")
     transfer = transfer_seconds(prompt, link_latency_s, link_bandwidth_gbps, kv_bytes_per_token, senders)
+    transfer = np.where(output >= 2, transfer, 0.0)  # a one-token request sends no KV
 
     env = simpy.Environment()
     out = {key: np.full(n, np.nan) for key in ("admit_s", "prefill_done_s", "first_token_s", "finish_s")}
@@ -297,11 +291,14 @@ def simpy_disaggregated(arrival_s, prompt_tokens, output_tokens, *,
     decode = [_Replica(env, True, float(decode_base_s), float(decode_per_token_s), int(decode_max_num_seqs),
                        int(decode_max_num_batched_tokens), int(k), draws, starts, float(draft_base_s),
                        float(draft_per_token_s)) for _ in range(decode_replicas)]
+    rank = (np.cumsum(output >= 2) - 1).tolist()
     prefill_router = _Router(prefill, out["prefill_replica"])
     decode_router = _DecodeRouter(env, decode, out["decode_replica"], starts)
     for i, (a, p, o, t) in enumerate(zip(arrival.tolist(), prompt.tolist(), output.tolist(), transfer.tolist(),
                                          strict=True)):
-        env.process(_request(env, _Request(env, i, a, p, o, t), prefill_router, decode_router, out))
+        req = _Request(env, i, a, p, o, t)
+        req.rank = rank[i]  # its draws: the decode side's requests are laid out in their given order
+        env.process(_request(env, req, prefill_router, decode_router, out))
     env.run()
 
     out["ttft_s"] = out["first_token_s"] - arrival
