@@ -105,3 +105,18 @@ def test_bad_feature_blocks_name_their_field(serving, path):
     with pytest.raises(ScenarioError) as error:
         simulator.load_scenario(_disaggregated_scenario(**serving))
     assert path in str(error.value)
+
+
+def test_the_reports_assumptions_show_a_units_split_and_its_figures():
+    import yaml
+
+    from simulator.report.tables import _replica_shapes
+    from simulator.scenario.serialize import dump_scenario
+
+    data = _disaggregated_scenario(tp=1, disaggregation={"prefill": {"replicas": 1}, "decode": {"replicas": 2}},
+                                   speculative={"k": 2, "acceptance": 0.7, "draft": "ngram"})
+    scenario = simulator.load_scenario(data)
+    (text,) = _replica_shapes(yaml.safe_load(dump_scenario(scenario))["models"][0])
+    assert text.startswith("a: 3 GPUs per disaggregated unit, ")
+    assert "P:D 1:2 (1 + 2 GPUs)" in text and "output tokens/s per decode GPU" in text and "KV " in text
+    assert "speculative decoding" in text and "tokens per step at capacity" in text

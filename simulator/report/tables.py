@@ -200,7 +200,13 @@ def _replica_shapes(model: dict[str, Any]) -> list[str]:
             continue
         gpus = shape.gpus_per_replica
         derived = f", derived on {shape.derived_on}" if shape.derived_on else ""
-        out.append(f"{pool}: {gpus} GPU{'' if gpus == 1 else 's'}, {shape.capacity_rps:,.3g} req/s{derived}")
+        own = served.replicas.get(pool)
+        features = [part for part in ((own.derived_workload or "").split("; ") if own is not None else [])
+                    if part.startswith(("P:D", "speculative decoding", "host KV tier"))]
+        unit = " per disaggregated unit" if any(part.startswith("P:D") for part in features) else ""
+        extra = "".join(f"; {part}" for part in features)
+        out.append(f"{pool}: {gpus} GPU{'' if gpus == 1 else 's'}{unit}, {shape.capacity_rps:,.3g} req/s"
+                   f"{derived}{extra}")
     return out
 
 
