@@ -181,7 +181,8 @@ def test_kernel_equals_its_python_function(data, draws):
         pool_out = np.zeros((plan.n_steps, n_pools, kernels.N_POOL_COLS))
         model_out = np.zeros((plan.n_steps, len(plan.model_names), kernels.N_MODEL_COLS))
         other_out = np.zeros(plan.n_steps)
-        reached = fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences,
+        reached = fn(k0, k1, plan.step_s, demand, plan.capacity_per_step, plan.gpus_per_replica, plan.companion,
+           plan.preferences,
            plan.revenue_per_request, plan.fixed_revenue, api_mode, api_limit, plan.api_cost_per_request + 1e-4,
            burst, plan.slo_load, plan.slo_attainment, spread, headroom, installed, installed - available - out_of_service, out_of_service,
            is_spot, blocked, training, training_floor, contracted, contract_busy, preempt, stop_from,

@@ -120,3 +120,55 @@ def test_the_reports_assumptions_show_a_units_split_and_its_figures():
     assert text.startswith("a: 3 GPUs per disaggregated unit, ")
     assert "P:D 1:2 (1 + 2 GPUs)" in text and "output tokens/s per decode GPU" in text and "KV " in text
     assert "speculative decoding" in text and "tokens per step at capacity" in text
+
+
+def _two_pools(b_count):
+    data = base_scenario()
+    data["fleet"]["pools"].append({"name": "b", "gpu": "H200", "acquisition": {"type": "owned", "price_usd": 0},
+                                   "count": b_count})
+    model = data["models"][0]
+    del model["gpus_per_replica"], model["capacity_rps"]
+    model["replicas"] = {"a": {"gpus_per_replica": 2, "capacity_rps": 1.0, "companion_pool": "b",
+                               "companion_gpus": 1}}
+    return data
+
+
+@pytest.mark.parametrize(("b_count", "units"), [(8, 4), (3, 3)])
+def test_a_unit_across_two_pools_takes_gpus_from_both(b_count, units):
+    """4 req/s on units of 1 req/s holding 2 GPUs of pool a (8) and 1 of pool b: 4 units when b has
+    room, 3 when b holds 3 GPUs (then 1 req/s unserved, 3 GPUs short: one unit's 2 + 1)."""
+    from tests.helpers import run
+
+    results = run(_two_pools(b_count))
+    pools = results.pools.groupby("pool")
+    assert (pools.get_group("a")["gpus_inference"] == 2 * units).all()
+    assert (pools.get_group("b")["gpus_inference"] == units).all()
+    # Every unit placed is full (the demand exceeds or equals them): busy on both pools.
+    assert (pools.get_group("a")["gpus_busy"] == 2 * units).all()
+    assert (pools.get_group("b")["gpus_busy"] == units).all()
+    assert (pools.get_group("b")["gpus_serving"] == units).all()
+    per_step = 4.0 * 3600
+    assert results.timeseries["served_requests"].to_numpy() == pytest.approx(units * 3600.0)
+    assert results.timeseries["unserved_requests"].to_numpy() == pytest.approx(per_step - units * 3600.0)
+    assert (results.timeseries["shortfall_gpus"] == (4 - units) * 3).all()
+
+
+def test_a_unit_across_pools_refuses_a_companion_that_is_not_another_pool():
+    data = _two_pools(8)
+    data["models"][0]["replicas"]["a"]["companion_pool"] = "a"
+    with pytest.raises(ScenarioError, match="models\\[0\\].replicas.a.companion_pool"):
+        simulator.load_scenario(data)
+
+
+def test_a_derived_unit_runs_its_prefill_on_another_pool():
+    data = _two_pools(8)
+    model = data["models"][0]
+    del model["replicas"]
+    model["serving"] = {"model": "llama-3.1-8b", "probe_requests": 400, "slo": {"ttft_s": 1.0, "tpot_s": 0.05},
+                        "disaggregation": {"prefill": {"replicas": 1, "pool": "b"}, "decode": {"replicas": 2}}}
+    shape = simulator.load_scenario(data).models[0].replicas["a"]
+    assert (shape.gpus_per_replica, shape.companion_pool, shape.companion_gpus) == (2, "b", 1)
+    assert "the prefill side on pool 'b'" in shape.derived_workload and "over rdma" in shape.derived_workload
+    data["models"][0]["serving"]["disaggregation"]["kv_link"] = "nvlink"
+    with pytest.raises(ScenarioError, match="disaggregation.kv_link"):
+        simulator.load_scenario(data)

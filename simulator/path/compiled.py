@@ -68,6 +68,7 @@ class CompiledScenario:
     # Replicas per (model, preference slot j): the shape of model m's replicas on pool preferences[m, j].
     capacity_per_step: np.ndarray  # (n_models, max pools): requests one replica serves in a step
     gpus_per_replica: np.ndarray  # int64 (n_models, max pools)
+    companion: np.ndarray  # int64 (n_models, max pools, 2): a unit's other pool (−1: none) and its GPUs there
     preferences: np.ndarray  # int64 (n_models, max pools), -1 padded
     revenue_per_request: np.ndarray  # (n_steps, n_models), USD, price decline applied
     fixed_revenue: np.ndarray  # (n_steps, n_models), USD per step (subscriptions)
@@ -174,10 +175,14 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
     shapes = [[model.shape_on(name) for name in model.pools] for model in models]
     capacity = np.zeros((len(models), width), dtype=np.float64)
     gpus_per_replica = np.ones((len(models), width), dtype=np.int64)
+    companion = np.zeros((len(models), width, 2), dtype=np.int64)
+    companion[:, :, 0] = -1
     for m, row in enumerate(shapes):
         for j, shape in enumerate(row):
             capacity[m, j] = float(shape.capacity_rps or 0.0) * horizon.step_s
             gpus_per_replica[m, j] = shape.gpus_per_replica
+            if shape.companion_pool is not None:
+                companion[m, j] = index[shape.companion_pool], shape.companion_gpus
     spread = np.zeros((len(models), width), dtype=np.int64)
     headroom = np.zeros((len(models), width), dtype=np.float64)
     for m, model in enumerate(models):
@@ -218,11 +223,12 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         api_markets=tuple(([model.name for model in models].index(m.model), m) for m in scenario.markets.api),
         month_starts_s=_month_starts_s(horizon),
         # A pool that serves a model or holds contracts is COGS; one that does neither exists for training.
-        serves_model=np.isin(np.arange(len(pools)), preferences) | np.isin(
+        serves_model=np.isin(np.arange(len(pools)), preferences) | np.isin(np.arange(len(pools)), companion[:, :, 0]) | np.isin(
             np.arange(len(pools)), [index[c.pool] for c in (*scenario.contracts, *scenario.contract_pipeline)]),
         model_keys=tuple(stream_key(model.name) for model in models),
         capacity_per_step=capacity,
         gpus_per_replica=gpus_per_replica,
+        companion=companion,
         preferences=preferences,
         revenue_per_request=revenue,
         fixed_revenue=fixed_revenue,
@@ -240,7 +246,7 @@ def compile_scenario(scenario: Scenario) -> CompiledScenario:
         tokens_per_request=np.array(
             [model.demand.input_tokens + model.demand.output_tokens for model in models], dtype=np.float64
         ),
-        inference_need=_inference_need(demand, preferences, capacity, gpus_per_replica, len(pools)),
+        inference_need=_inference_need(demand, preferences, capacity, gpus_per_replica, companion, len(pools)),
         training_mode=tuple(pool.training.mode for pool in pools),
         preempt=np.array([pool.training.mode == "preempt" for pool in pools], dtype=bool),
         training_partition=np.array(
@@ -285,13 +291,17 @@ def launch_arrays(plan: CompiledScenario, model: int, launch_s: float) -> tuple[
 
 
 def _inference_need(demand: np.ndarray, preferences: np.ndarray, capacity: np.ndarray, gpus: np.ndarray,
-                    n_pools: int) -> np.ndarray:
-    """GPUs per step the models need on their first-choice pools, from expected demand."""
+                    companion: np.ndarray, n_pools: int) -> np.ndarray:
+    """GPUs per step the models need on their first-choice pools (and a unit's companion pool there),
+    from expected demand."""
     need = np.zeros((demand.shape[0], n_pools))
     for m in range(demand.shape[1]):
         if preferences[m, 0] < 0 or not capacity[m, 0] > 0:
             continue
-        need[:, preferences[m, 0]] += np.ceil(demand[:, m] / capacity[m, 0] * (1 - 1e-12)) * gpus[m, 0]
+        replicas = np.ceil(demand[:, m] / capacity[m, 0] * (1 - 1e-12))
+        need[:, preferences[m, 0]] += replicas * gpus[m, 0]
+        if companion[m, 0, 0] >= 0:
+            need[:, companion[m, 0, 0]] += replicas * companion[m, 0, 1]
     return need
 
 

@@ -152,6 +152,7 @@ class StepClock:
             self.demand,
             plan.capacity_per_step,
             plan.gpus_per_replica,
+            plan.companion,
             plan.preferences,
             plan.revenue_per_request,
             self.fixed_revenue,

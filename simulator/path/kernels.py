@@ -106,6 +106,7 @@ def integrate_interval(
     demand,
     capacity_per_step,
     gpus_per_replica,
+    companion,
     preferences,
     revenue_per_request,
     fixed_revenue,
@@ -158,6 +159,8 @@ def integrate_interval(
         capacity_per_step: requests one replica serves in one step, per (model, preference slot):
             a model's replicas on the pool ``preferences[m, j]`` have that pool's shape.
         gpus_per_replica: GPUs of one replica, per (model, preference slot).
+        companion: per (model, slot), a disaggregated unit's companion pool (−1: none) and its
+            GPUs there: the unit holds, serves from and is busy on both pools.
         preferences: pool indices per model in order of preference, -1 padded.
         revenue_per_request: USD per served request, shape (n_steps, n_models).
         fixed_revenue: USD per step independent of service (subscriptions), (n_steps, n_models).
@@ -218,8 +221,8 @@ def integrate_interval(
             # The rule of open_to_inference, written out: calling it here cost 20% of the kernel.
             held = training_floor[p] if preempt[p] else max(training[p], training_floor[p])
             free[p] = max(available[p] - held, 0)
-        place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, training,
-                       training_floor, preempt, free, inference, taken, load, unplaced)
+        place_replicas(demand, k, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, burst,
+                       training, training_floor, preempt, free, inference, taken, load, unplaced)
         for p in range(n_pools):
             # Jobs keep what inference left them; in a preempt pool that may be less than they hold.
             train[p] = max(min(training[p], available[p] - inference[p]), 0)
@@ -229,8 +232,9 @@ def integrate_interval(
             if contracted[p] > 0:
                 busy[p] += contract_busy[p] * contract_held[p] / contracted[p]
             serving[p] = 0
-        spread_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, spread, headroom, taken,
-                        load, available, train, training_floor, inference, up, spare, spare_all, weight)
+        spread_replicas(demand, k, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, spread,
+                        headroom, taken, load, available, train, training_floor, inference, up, spare, spare_all,
+                        weight)
         for m in range(n_models):
             requests = demand[k, m]
             slack = requests * REPLICA_SLACK
@@ -243,15 +247,22 @@ def integrate_interval(
                     replicas_up += up[m, j]
                     capacity_up += up[m, j] * capacity_per_step[m, j]
                     serving[preferences[m, j]] += up[m, j] * gpus_per_replica[m, j]
+                    if companion[m, j, 0] >= 0:
+                        serving[companion[m, j, 0]] += up[m, j] * companion[m, j, 1]
             self_served = requests - unplaced[m]
             # The router spreads the load in proportion to capacity: every replica up runs at the
             # same share of its capacity, judged against its own pool's SLO curve.
             replica_load = self_served / capacity_up if replicas_up > 0 else 0.0
             for j in range(n_prefs):
+                busy_replicas = 0.0
                 if replicas_up > placed:  # spread: each pool busy with its replicas' share of the load
-                    busy[preferences[m, j]] += replica_load * up[m, j] * gpus_per_replica[m, j]
+                    busy_replicas = replica_load * up[m, j]
                 elif taken[m, j] > 0:  # only the replicas needed: full, but the last
-                    busy[preferences[m, j]] += load[m, j] / capacity_per_step[m, j] * gpus_per_replica[m, j]
+                    busy_replicas = load[m, j] / capacity_per_step[m, j]
+                if busy_replicas > 0.0:
+                    busy[preferences[m, j]] += busy_replicas * gpus_per_replica[m, j]
+                    if companion[m, j, 0] >= 0:
+                        busy[companion[m, j, 0]] += busy_replicas * companion[m, j, 1]
             left = requests - self_served
             api = 0.0
             if api_mode[m] != API_NONE and left > 0.0:
@@ -266,7 +277,10 @@ def integrate_interval(
                     missing = math.ceil(unserved / first * (1.0 - REPLICA_SLACK))
                 else:
                     missing = math.ceil((unserved - slack) / first)
-                short = int(missing) * gpus_per_replica[m, 0]
+                unit = gpus_per_replica[m, 0]  # a unit's GPUs on its companion pool are missing too
+                if companion[m, 0, 0] >= 0:
+                    unit += companion[m, 0, 1]
+                short = int(missing) * unit
             within = 0.0
             if replicas_up > 0:
                 for j in range(n_prefs):
@@ -340,6 +354,11 @@ def integrate_interval(
                     share = taken[m, j] * gpus_per_replica[m, j]
                     gpus_held += share
                     cogs += pool_cogs[p] * share / inference[p]
+                    c = companion[m, j, 0]
+                    if c >= 0:
+                        share = taken[m, j] * companion[m, j, 1]
+                        gpus_held += share
+                        cogs += pool_cogs[c] * share / inference[c]
             if held_total > 0:
                 cogs += other_out[k] * gpus_held / held_total
             model_out[k, m, MODEL_GPUS] = gpus_held

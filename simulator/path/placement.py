@@ -30,7 +30,7 @@ REPLICA_SLACK = 1e-12
 
 
 @njit(cache=True, inline="always")
-def place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, training,
+def place_replicas(demand, k, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, burst, training,
                    training_floor, preempt, free, inference, taken, load, unplaced):
     """Place the replicas of every model for the requests ``demand[k]`` on its pools; fill the arrays.
 
@@ -44,7 +44,9 @@ def place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, 
     ``load[m, j]`` the requests they serve (all full but, when the demand is covered, the last);
     ``unplaced[m]`` is the demand no replica took (0 when covered; all of it for an API-only
     model, which places none). The replica slack is relative to the whole demand, as if the
-    replicas were counted at once.
+    replicas were counted at once. A disaggregated unit with a companion pool (``companion[m, j]``:
+    the pool and the unit's GPUs there) is placed only where both pools have room for it, and
+    takes its GPUs from both.
     """
     n_models, n_prefs = taken.shape
     for m in range(n_models):
@@ -71,11 +73,17 @@ def place_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, 
                 if first and preempt[p]:  # not yet the GPUs jobs hold (those a cap keeps are not in free)
                     room = max(free[p] - max(training[p] - training_floor[p], 0), 0)
                 take = min(needed, room // gpus)
+                c = companion[m, j, 0]
+                if c >= 0:
+                    take = min(take, free[c] // companion[m, j, 1])
                 if take <= 0:
                     continue
                 taken[m, j] += take
                 free[p] -= take * gpus
                 inference[p] += take * gpus
+                if c >= 0:
+                    free[c] -= take * companion[m, j, 1]
+                    inference[c] += take * companion[m, j, 1]
                 served_here = remaining if take >= needed else take * per_replica
                 load[m, j] += served_here
                 remaining = 0.0 if take >= needed else remaining - served_here
@@ -93,8 +101,8 @@ def open_to_inference(installed, failed, out_of_service, training, training_floo
 
 
 @njit(cache=True, inline="always")
-def spread_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences, api_mode, spread, headroom, taken,
-                    load, available, training, training_floor, inference, up, spare, spare_all, weight):
+def spread_replicas(demand, k, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, spread, headroom,
+                    taken, load, available, training, training_floor, inference, up, spare, spare_all, weight):
     """The replicas up per (model, slot) in ``up``, from the replicas ``taken`` (needed) and each
     slot's serving policy (:mod:`simulator.scenario.serving_policy`).
 
@@ -103,7 +111,8 @@ def spread_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences,
     order, add replicas until each is at most ``1 − h`` of its capacity; then each ``all``
     pool's spare GPUs go to the models that list it with ``all``, in proportion to their
     demand counted in GPUs of their replica shape there (whole replicas, rounded down), and
-    what is left to one more replica each, in the models' order, while it fits.
+    what is left to one more replica each, in the models' order, while it fits. A unit with a
+    companion pool adds replicas only while the companion pool's spare GPUs hold them too.
     """
     n_models, n_prefs = taken.shape
     for p in range(available.shape[0]):
@@ -118,6 +127,10 @@ def spread_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences,
             per_replica = capacity_per_step[m, j] * (1.0 - headroom[m, j])
             target = int(math.ceil(load[m, j] / per_replica * (1.0 - REPLICA_SLACK)))
             extra = min(max(target - taken[m, j], 0), spare[p] // gpus_per_replica[m, j])
+            c = companion[m, j, 0]
+            if c >= 0:
+                extra = min(extra, spare[c] // companion[m, j, 1])
+                spare[c] -= extra * companion[m, j, 1]
             up[m, j] += extra
             spare[p] -= extra * gpus_per_replica[m, j]
     for m in range(n_models):
@@ -143,13 +156,17 @@ def spread_replicas(demand, k, capacity_per_step, gpus_per_replica, preferences,
                     extra = min(int(math.floor(spare_all[p] * share / gpus + 1e-9)), spare[p] // gpus)
                 else:
                     extra = 1 if spare[p] >= gpus else 0
+                c = companion[m, j, 0]
+                if c >= 0:
+                    extra = min(extra, spare[c] // companion[m, j, 1])
+                    spare[c] -= extra * companion[m, j, 1]
                 up[m, j] += extra
                 spare[p] -= extra * gpus
 
 
 @njit(cache=True)
-def _placement(requests, row, unbounded, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, installed,
-               failed, out_of_service, training, training_floor, preempt):
+def _placement(requests, row, unbounded, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, burst,
+               installed, failed, out_of_service, training, training_floor, preempt):
     """Place ``requests[row]`` with the fleet as it is now (pool ``unbounded``, if ≥ 0, without
     limit); return the GPUs placed per pool and the replicas and load per (model, slot)."""
     free = np.empty(installed.shape[0], dtype=np.int64)
@@ -160,41 +177,45 @@ def _placement(requests, row, unbounded, capacity_per_step, gpus_per_replica, pr
     open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
     if unbounded >= 0:
         free[unbounded] = 1 << 50
-    place_replicas(requests, row, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, training,
+    place_replicas(requests, row, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, burst, training,
                    training_floor, preempt, free, inference, taken, load, unplaced)
     return inference, taken, load
 
 
 @njit(cache=True)
-def inference_gpus(requests, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, installed, failed,
-                   out_of_service, training, training_floor, preempt):
+def inference_gpus(requests, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, burst, installed,
+                   failed, out_of_service, training, training_floor, preempt):
     """GPUs per pool inference places for one step's ``requests`` with the fleet as it is now.
 
     What training may start on (``available − held − this``) and what a ``preempt`` pool's
     jobs must yield (``this − (available − held)``, when positive) are read from it.
     """
-    inference, _, _ = _placement(requests.reshape(1, -1), 0, -1, capacity_per_step, gpus_per_replica, preferences,
-                                 api_mode, burst, installed, failed, out_of_service, training, training_floor, preempt)
+    inference, _, _ = _placement(requests.reshape(1, -1), 0, -1, capacity_per_step, gpus_per_replica, companion,
+                                 preferences, api_mode, burst, installed, failed, out_of_service, training,
+                                 training_floor, preempt)
     return inference
 
 
 @njit(cache=True)
-def most_gpus_wanted_on(pool, requests, target_utilization, capacity_per_step, gpus_per_replica, preferences,
-                        api_mode, burst, installed, failed, out_of_service, training, training_floor, preempt):
+def most_gpus_wanted_on(pool, requests, target_utilization, capacity_per_step, gpus_per_replica, companion,
+                        preferences, api_mode, burst, installed, failed, out_of_service, training, training_floor,
+                        preempt):
     """The most GPUs ``pool`` should hold for any row of ``requests`` (steps × models): for
     each, place every model as the fleet stands but with ``pool`` unbounded, then size each
     model's replicas there for the load they take at ``target_utilization`` (whole replicas,
-    in this pool's shape for the model)."""
+    in this pool's shape for the model; a unit with its companion side here counts its GPUs here)."""
     most = 0
     for row in range(requests.shape[0]):
-        _, taken, load = _placement(requests, row, pool, capacity_per_step, gpus_per_replica, preferences, api_mode,
-                                    burst, installed, failed, out_of_service, training, training_floor, preempt)
+        _, taken, load = _placement(requests, row, pool, capacity_per_step, gpus_per_replica, companion, preferences,
+                                    api_mode, burst, installed, failed, out_of_service, training, training_floor,
+                                    preempt)
         wanted = 0
         for m in range(preferences.shape[0]):
             for j in range(preferences.shape[1]):
-                if preferences[m, j] == pool and taken[m, j] > 0:
+                here = preferences[m, j] == pool
+                if (here or companion[m, j, 0] == pool) and taken[m, j] > 0:
                     per_replica = capacity_per_step[m, j] * target_utilization
                     replicas = max(int(math.ceil(load[m, j] / per_replica * (1.0 - REPLICA_SLACK))), 1)
-                    wanted += replicas * gpus_per_replica[m, j]
+                    wanted += replicas * (gpus_per_replica[m, j] if here else companion[m, j, 1])
         most = max(most, wanted)
     return most

@@ -56,10 +56,18 @@ def check_references(scenario: Scenario) -> None:
                 raise ScenarioError(
                     ("models", index, "pools", slot), f"unknown pool {pool_name!r}; pools: {known}"
                 )
-        for pool_name in model.replicas:
+        for pool_name, shape in model.replicas.items():
             if pool_name not in model.pools:
                 raise ScenarioError(("models", index, "replicas", pool_name),
                                     f"{pool_name!r} is not one of the model's pools ({', '.join(model.pools)})")
+            if shape.companion_pool is not None and (shape.companion_pool not in pool_names
+                                                     or shape.companion_pool == pool_name):
+                raise ScenarioError(("models", index, "replicas", pool_name, "companion_pool"),
+                                    f"must name another pool of the fleet, not {shape.companion_pool!r} "
+                                    f"(pools: {', '.join(pool_names)})")
+            if (shape.companion_pool is None) != (shape.companion_gpus is None):
+                raise ScenarioError(("models", index, "replicas", pool_name, "companion_gpus"),
+                                    "give companion_pool and companion_gpus together")
         _check_replica_sizes(scenario, index, pool_names)
         if len(set(model.pools)) != len(model.pools):
             raise ScenarioError(("models", index, "pools"), "a pool is listed twice")

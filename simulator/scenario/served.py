@@ -103,16 +103,18 @@ class ServingSpec(Frozen):
         own = getattr(self.disaggregation, side)
         return (own.tp or self.tp, own.dp or self.dp, own.ep or self.ep)
 
+    def side_gpus(self, side: str) -> int:
+        """GPUs of every ``prefill`` or ``decode`` replica of a disaggregated unit."""
+        tp, dp, _ = self.side_layout(side)
+        return getattr(self.disaggregation, side).replicas * tp * dp
+
     @property
     def gpus(self) -> int:
-        """GPUs of one replica: ``tp × dp × pp``; of a disaggregated unit, every replica of both sides."""
+        """GPUs of one replica: ``tp × dp × pp``; of a disaggregated unit, every replica of the sides on
+        the listed pool (both, unless a side runs on a pool of its own)."""
         if self.disaggregation is None:
             return self.tp * self.dp * self.pp
-        total = 0
-        for side in ("prefill", "decode"):
-            tp, dp, _ = self.side_layout(side)
-            total += getattr(self.disaggregation, side).replicas * tp * dp
-        return total
+        return sum(self.side_gpus(side) for side in ("prefill", "decode") if side != self.disaggregation.elsewhere)
 
     @model_validator(mode="after")
     def _one_model(self) -> ServingSpec:
@@ -123,8 +125,9 @@ class ServingSpec(Frozen):
         if self.disaggregation is not None:
             if self.pp > 1:
                 raise ValueError("a disaggregated unit's sides take tp, dp and ep; leave pp at 1")
-            if self.gpus > 4096:
-                raise ValueError(f"the disaggregated unit holds {self.gpus:,} GPUs; at most 4,096")
+            total = self.side_gpus("prefill") + self.side_gpus("decode")
+            if total > 4096:
+                raise ValueError(f"the disaggregated unit holds {total:,} GPUs; at most 4,096")
         return self
 
     @model_serializer(mode="wrap")
@@ -196,10 +199,15 @@ class ReplicaShape(Frozen):
     )
     serving_policy: ServingPolicy | None = Field(
         default=None, description="This model's policy on this pool (default: the pool's serving_policy)")
+    companion_pool: str | None = Field(
+        default=None, description="A disaggregated unit's other pool: the side that runs there (filled in)")
+    companion_gpus: Annotated[int, Field(ge=1, le=4096)] | None = Field(
+        default=None, description="GPUs a unit holds on its companion pool (filled in)")
 
 
 #: What a derivation writes into a pool's entry; read back, it is derived again.
-DERIVED_FIELDS = ("gpus_per_replica", "capacity_rps", "slo_curve", "derived_on", "derived_workload")
+DERIVED_FIELDS = ("gpus_per_replica", "capacity_rps", "slo_curve", "derived_on", "derived_workload",
+                  "companion_pool", "companion_gpus")
 
 
 def forget_derived(data: dict[str, Any]) -> None:
@@ -322,6 +330,8 @@ class ServedModel(Frozen):
             slo_curve=shape.slo_curve if shape.slo_curve is not None else self.slo_curve,
             derived_on=shape.derived_on,
             serving_policy=shape.serving_policy,
+            companion_pool=shape.companion_pool,
+            companion_gpus=shape.companion_gpus,
         )
 
     @model_validator(mode="after")

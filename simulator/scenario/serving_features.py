@@ -68,6 +68,9 @@ class DisaggregatedSide(Frozen):
     """One side of a disaggregated unit: its replicas and their layout (unset: the serving block's)."""
 
     replicas: Annotated[int, Field(ge=1, le=64)] = Field(default=1, description="Replicas of this side per unit")
+    pool: Annotated[str, Field(min_length=1, max_length=80)] | None = Field(
+        default=None, description="A pool of the fleet this side runs on, on that pool's GPU (one side at most); "
+        "the other side runs on the pool the model lists. Default: both sides on the listed pool")
     tp: Annotated[int, Field(ge=1, le=64)] | None = None
     dp: Annotated[int, Field(ge=1, le=512)] | None = None
     ep: Annotated[int, Field(ge=1, le=4096)] | None = None
@@ -78,11 +81,23 @@ class DisaggregatedSide(Frozen):
 
 
 class DisaggregationSpec(Frozen):
-    """Prefill/decode disaggregation: a unit of prefill and decode replicas on the pool's GPUs, the
-    KV of each request sent from one to the other; the unit is the replica the fleet places."""
+    """Prefill/decode disaggregation: a unit of prefill and decode replicas, the KV of each request
+    sent from one to the other; the unit is the replica the fleet places, on the pool the model
+    lists or, when a side names its own pool, on both pools at once (a companion pool)."""
 
     prefill: DisaggregatedSide = Field(default_factory=DisaggregatedSide)
     decode: DisaggregatedSide = Field(default_factory=DisaggregatedSide)
     kv_link: Literal["nvlink", "rdma"] | None = Field(
         default=None, description="The KV link: NVLink when the unit fits one scale-up domain (default), else "
         "the scale-out network (RDMA)")
+
+    @model_validator(mode="after")
+    def _one_side_elsewhere(self) -> DisaggregationSpec:
+        if self.prefill.pool is not None and self.decode.pool is not None:
+            raise ValueError("name a pool for one side at most: the other side runs on the pool the model lists")
+        return self
+
+    @property
+    def elsewhere(self) -> str | None:
+        """The side (``prefill`` or ``decode``) that runs on a pool of its own, if any."""
+        return "prefill" if self.prefill.pool is not None else "decode" if self.decode.pool is not None else None

@@ -143,8 +143,11 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
     except (ServingConfigError, ValueError) as exc:
         raise ScenarioError(loc, f"{exc} (pool {pool_name!r})") from None
     own = model.replicas.get(pool_name)
+    elsewhere = spec.disaggregation.elsewhere if spec.disaggregation is not None else None
     return ReplicaShape(
         gpus_per_replica=spec.gpus,
+        companion_pool=getattr(spec.disaggregation, elsewhere).pool if elsewhere else None,
+        companion_gpus=spec.side_gpus(elsewhere) if elsewhere else None,
         capacity_rps=round(curve.capacity_rps, 6),
         serving=own.serving if own is not None else None,
         slo_curve=SloCurve(load=list(curve.load), attainment=list(curve.attainment)),
@@ -169,6 +172,20 @@ def _iteration_model(scenario, name, llms, pool, spec: ServingSpec, tp: int, dp:
         raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
 
 
+def _side_pool(scenario, listed, named: str | None, loc: tuple):
+    """The pool a side of a unit runs on: the one it names, else the one the model lists."""
+    if named is None:
+        return listed
+    for pool in scenario.fleet.pools:
+        if pool.name == named:
+            if pool.name == listed.name:
+                raise ScenarioError(loc, f"is the pool the model lists ({named!r}); leave it out to run both sides "
+                                    "there")
+            return pool
+    raise ScenarioError(loc, f"names no pool of the fleet: {named!r} (pools: "
+                        f"{', '.join(p.name for p in scenario.fleet.pools)})")
+
+
 def _unit(scenario, name, llms, pool, spec: ServingSpec, loc: tuple, pool_name: str) -> Unit:
     """A disaggregated unit on the pool's GPUs: both sides' models, engines and the KV link."""
     sides = []
@@ -176,17 +193,23 @@ def _unit(scenario, name, llms, pool, spec: ServingSpec, loc: tuple, pool_name: 
     for side in ("prefill", "decode"):
         own = getattr(spec.disaggregation, side)
         tp, dp, ep = spec.side_layout(side)
-        model = _iteration_model(scenario, name, llms, pool, spec, tp, dp, ep, (*loc, "disaggregation", side),
-                                 pool_name)
+        model = _iteration_model(scenario, name, llms, _side_pool(scenario, pool, own.pool, (*loc, "disaggregation",
+                                                                                             side, "pool")),
+                                 spec, tp, dp, ep, (*loc, "disaggregation", side), pool_name)
         seqs = own.max_batch or spec.max_batch
         tokens = own.max_batched_tokens or budget
         kv = model.kv_memory(max_num_batched_tokens=tokens, max_num_seqs=seqs).replica_kv_tokens
         policy = "least_outstanding" if side == "decode" or spec.routing == "least_loaded" else spec.routing
         sides.append(Side(model, own.replicas, max_num_seqs=seqs, max_num_batched_tokens=tokens,
                           kv_capacity_tokens=kv, policy=policy))
+    kind = spec.disaggregation.kv_link
+    if spec.disaggregation.elsewhere is not None:  # two pools: two sets of machines, joined by the network
+        if kind == "nvlink":
+            raise ScenarioError((*loc, "disaggregation", "kv_link"), "is nvlink, but the sides run on two pools; "
+                                "a unit across pools sends its KV over the scale-out network (rdma)")
+        kind = "rdma"
     try:
-        link = kv_link(sides[0].model, sides[1].model, spec.disaggregation.kv_link, scenario.gpus,
-                       sides[0].gpus + sides[1].gpus)
+        link = kv_link(sides[0].model, sides[1].model, kind, scenario.gpus, sides[0].gpus + sides[1].gpus)
     except ServingConfigError as exc:
         raise ScenarioError((*loc, "disaggregation", "kv_link"), f"{exc} (pool {pool_name!r})") from None
     return Unit(sides[0], sides[1], link)
@@ -207,6 +230,9 @@ def derived_workload(spec: ServingSpec, mix: LengthMix | TraceRequests, curve: C
                  f"{figures['decode_gpus']} GPUs), at capacity {figures['prefill_tokens_per_s_per_gpu']:,.0f} prompt "
                  f"tokens/s per prefill GPU, {figures['decode_tokens_per_s_per_gpu']:,.0f} output tokens/s per decode "
                  f"GPU, KV {figures['kv_transfer_gbps']:,.2f} GB/s over {figures['kv_link']}")
+        elsewhere = spec.disaggregation.elsewhere if spec.disaggregation is not None else None
+        if elsewhere:
+            text += f"; the {elsewhere} side on pool {getattr(spec.disaggregation, elsewhere).pool!r}"
     if "tokens_per_step" in figures:
         text += f"; speculative decoding {figures['tokens_per_step']:.2f} tokens per step at capacity"
     if "host_kv_hit_rate" in figures:

@@ -114,6 +114,6 @@ def _wanted(plan: CompiledScenario, fleet: FleetState, clock, pool: int, policy,
     else:
         rows = clock.forecast_rows(step, last) * (1.0 + policy.margin)
     return int(most_gpus_wanted_on(pool, rows, policy.target_utilization, plan.capacity_per_step,
-                                   plan.gpus_per_replica, plan.preferences, plan.api_mode, plan.burst, fleet.installed,
-                                   fleet.failed, fleet.out_of_service, fleet.training, fleet.training_floor,
-                                   plan.preempt))
+                                   plan.gpus_per_replica, plan.companion, plan.preferences, plan.api_mode, plan.burst,
+                                   fleet.installed, fleet.failed, fleet.out_of_service, fleet.training,
+                                   fleet.training_floor, plan.preempt))

@@ -76,9 +76,16 @@ def replan_policy(env: simpy.Environment, fleet: FleetState, plan: CompiledScena
     policy = plan.pools[pool].procurement
     prior = plan.prior_demand if plan.prior_demand is not None else plan.expected_demand
     step_s, n_steps = plan.step_s, plan.n_steps
-    # The models that list the pool, and where: its slot in each one's preferences.
-    slots = {m: int(np.flatnonzero(plan.preferences[m] == pool)[0]) for m in range(len(plan.model_names))
-             if (plan.preferences[m] == pool).any()}
+    # The models that list the pool, and where: its slot in each one's preferences, and the GPUs a
+    # replica holds on the pool (a disaggregated unit's companion side, when the pool is its companion).
+    slots, gpus_here = {}, {}
+    for m in range(len(plan.model_names)):
+        listed = np.flatnonzero(plan.preferences[m] == pool)
+        companion = np.flatnonzero(plan.companion[m, :, 0] == pool)
+        if len(listed):
+            slots[m], gpus_here[m] = int(listed[0]), int(plan.gpus_per_replica[m, listed[0]])
+        elif len(companion):
+            slots[m], gpus_here[m] = int(companion[0]), int(plan.companion[m, companion[0], 1])
     models = [m for m, j in slots.items() if plan.capacity_per_step[m, j] > 0]
 
     def per_replica(m: int, j: int) -> float:
@@ -108,7 +115,7 @@ def replan_policy(env: simpy.Environment, fleet: FleetState, plan: CompiledScena
                     requests = requests + NormalDist().inv_cdf(1.0 - policy.target / len(window)) * np.sqrt(requests)
                 j = slots[m]
                 before = _served_before(fleet, plan, m, j, per_replica, window[0] * step_s)
-                need += np.ceil(np.maximum(requests * keep - before, 0.0) / per_replica(m, j) - 1e-9) * plan.gpus_per_replica[m, j]
+                need += np.ceil(np.maximum(requests * keep - before, 0.0) / per_replica(m, j) - 1e-9) * gpus_here[m]
             supply = float(fleet.installed[pool] + fleet.blocked[pool] + on_order[pool])
             lacking = float(need.max()) - supply
             if lacking > 0:

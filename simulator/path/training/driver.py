@@ -72,8 +72,8 @@ class CompiledTraining:
         if (until_s, until_key) <= self.done_until:
             return
         plan, state, fleet = self.plan, self.state, clock.fleet
-        serve = (clock.demand, plan.capacity_per_step, plan.gpus_per_replica, plan.preferences, plan.api_mode,
-                 plan.burst, *self.placement)
+        serve = (clock.demand, plan.capacity_per_step, plan.gpus_per_replica, plan.companion, plan.preferences,
+                 plan.api_mode, plan.burst, *self.placement)
         fleet_arrays = (fleet.installed, fleet.failed, fleet.out_of_service, fleet.training, fleet.training_floor,
                         plan.preempt)
         arrays = (state.pool, state.gpus, state.priority, state.floats, state.ints, state.modes, state.partitions,

@@ -103,14 +103,15 @@ def _need(now, step_s, st, serve, fleet):
     step = _step_of(now, step_s)
     if counters[C_NEED_STEP] == step:
         return
-    demand, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, free, taken, load, unplaced = serve
+    demand, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, burst, free, taken, load, unplaced = \
+        serve
     installed, failed, out_of_service, training, training_floor, preempt = fleet
     for p in range(need.shape[0]):
         need[p] = 0
     if step < demand.shape[0]:
         open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
-        place_replicas(demand, step, capacity_per_step, gpus_per_replica, preferences, api_mode, burst, training,
-                       training_floor, preempt, free, need, taken, load, unplaced)
+        place_replicas(demand, step, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, burst,
+                       training, training_floor, preempt, free, need, taken, load, unplaced)
     counters[C_NEED_STEP] = step
 
 

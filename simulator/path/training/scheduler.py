@@ -101,8 +101,8 @@ class PoolScheduler:
         if step >= plan.n_steps:
             return 0
         need = inference_gpus(self.clock.requests_at(step), plan.capacity_per_step, plan.gpus_per_replica,
-                              plan.preferences, plan.api_mode, plan.burst, fleet.installed, fleet.failed, fleet.out_of_service,
-                              fleet.training, fleet.training_floor, plan.preempt)
+                              plan.companion, plan.preferences, plan.api_mode, plan.burst, fleet.installed, fleet.failed,
+                              fleet.out_of_service, fleet.training, fleet.training_floor, plan.preempt)
         return int(need[self.pool])
 
     def free(self) -> int:
