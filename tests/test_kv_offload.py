@@ -76,3 +76,19 @@ def test_a_preempted_request_spilled_to_host_is_reloaded_not_recomputed():
     np.testing.assert_allclose(recompute.finish_s, [0.195, 0.348], rtol=1e-12)
     np.testing.assert_allclose(spill.finish_s, [0.195, 0.195 + 0.011 + 32 * KV_BYTES / (GBPS * 1e9) + 10 * 0.011],
                                rtol=1e-12)
+
+
+def test_a_spilled_request_takes_the_prefix_blocks_still_on_the_gpu():
+    """With loading free, reloading a spilled request is never slower than recomputing it: its
+    prompt's prefix blocks still cached on the GPU are shared, not loaded again into new blocks
+    (which, under the memory pressure that preempted it, kept it waiting at the queue's head)."""
+    @dataclass(frozen=True)
+    class Free(LinearIterationModel):
+        kv_bytes_per_token: float = 1.0
+
+    kw = dict(kv_capacity_tokens=176, frontend_s=0.0, prefix_id=[0, 1, 1], prefix_tokens=[31, 48, 50])
+    args = ([0.0, 0.0123, 0.0438], [31, 52, 50], [36, 71, 75], Free(0.01, 1e-3))
+    recompute = simulate_vllm(*args, **kw)
+    spill = simulate_vllm(*args, host_kv=HostKvTier(10**6, 1e6, spill_preempted=True), **kw)
+    assert recompute.preemptions.tolist() == spill.preemptions.tolist() == [0, 0, 2]
+    assert (spill.finish_s <= recompute.finish_s + 1e-12).all()

@@ -172,3 +172,80 @@ def test_a_derived_unit_runs_its_prefill_on_another_pool():
     data["models"][0]["serving"]["disaggregation"]["kv_link"] = "nvlink"
     with pytest.raises(ScenarioError, match="disaggregation.kv_link"):
         simulator.load_scenario(data)
+
+
+def _autoscaled_pair():
+    """Two empty autoscaled on-demand pools; units of 1 req/s hold 2 GPUs of a and 1 of b."""
+    data = _two_pools(0)
+    for pool, price in zip(data["fleet"]["pools"], (2.0, 3.0), strict=True):
+        pool["count"] = 0
+        pool["acquisition"] = {"type": "on_demand", "usd_per_gpu_hour": price, "max_count": 16, "min_count": 0,
+                               "autoscale": {"target_utilization": 1.0, "node_gpus": 1}}
+    return data
+
+
+def test_two_autoscaled_pools_joined_by_units_both_scale_up():
+    """4 req/s: 4 units, each pool sized as if the other had room: 8 GPUs of a, 4 of b, all served."""
+    from tests.helpers import run
+
+    results = run(_autoscaled_pair())
+    pools = results.pools.groupby("pool")
+    assert pools.get_group("a")["gpus_installed"].max() == 8
+    assert pools.get_group("b")["gpus_installed"].max() == 4
+    assert results.timeseries["unserved_requests"].iloc[-1] == 0
+
+
+def test_a_given_capacity_with_a_side_on_another_pool_still_holds_that_pools_gpus():
+    data = _two_pools(8)
+    model = data["models"][0]
+    del model["replicas"]
+    model["capacity_rps"] = 1.0
+    model["serving"] = {"model": "llama-3.1-8b",
+                        "disaggregation": {"prefill": {"replicas": 1}, "decode": {"replicas": 2, "pool": "b"}}}
+    shape = simulator.load_scenario(data).models[0].shape_on("a")
+    assert (shape.gpus_per_replica, shape.companion_pool, shape.companion_gpus) == (1, "b", 2)
+
+
+def test_a_companion_pool_too_small_for_its_side_is_refused():
+    data = _two_pools(1)
+    data["models"][0]["replicas"]["a"]["companion_gpus"] = 2
+    with pytest.raises(ScenarioError, match="never holds more than 1"):
+        simulator.load_scenario(data)
+
+
+def test_a_sides_own_error_names_its_field_once():
+    data = _disaggregated_scenario(tp=1, disaggregation={"decode": {"tp": 3}})
+    with pytest.raises(ScenarioError) as error:
+        simulator.load_scenario(data)
+    text = str(error.value)
+    assert text.count("disaggregation.decode.tp") == 1 and text.count("(pool 'a')") == 1
+
+
+def test_spill_is_a_word_in_a_scenario():
+    data = _disaggregated_scenario(kv_offload={"host_tokens": 4096, "spill_preempted": "enabled"})
+    assert simulator.load_scenario(data).models[0].serving.kv_offload.spill_preempted == "enabled"
+
+
+def test_a_draft_model_runs_on_the_decode_sides_gpu_and_ranks():
+    from simulator.serving.config import operator_model
+    from simulator.serving.serving_setup import speculation
+
+    target = operator_model("llama-3.1-70b", "H200", tp=4, dtype="fp8", dp=2)
+    made = speculation(2, 0.7, "llama-3.1-8b", target, gpu="H100")
+    assert (made.draft.gpu_name, made.draft.tp, made.draft.dp) == ("H200", 4, 2)
+
+
+@pytest.mark.parametrize("extra", [["--concurrency", "4", "--spill-preempted"],
+                                   ["--concurrency", "4", "--host-kv-gbps", "20"],
+                                   ["--disaggregate", "search", "--rate-scale", "2"]])
+def test_options_a_mode_would_ignore_are_refused(extra):
+    result = CliRunner().invoke(main, ["serving", "--model", "llama-3.1-8b", "--gpu", "H100", "--batching", "vllm",
+                                       "--input-len", "8", "--output-len", "8", *extra])
+    assert result.exit_code == 2, result.output
+
+
+def test_the_split_search_reports_a_configuration_error_instead_of_empty_splits():
+    result = CliRunner().invoke(main, ["serving", "--model", "llama-3.1-70b", "--gpu", "H100", "--tp", "4",
+                                       "--batching", "vllm", "--input-len", "3000000", "--output-len", "8",
+                                       "--disaggregate", "search", "--max-prefill", "1", "--max-decode", "1"])
+    assert result.exit_code == 2 and "KV cache" in result.output, result.output

@@ -64,7 +64,7 @@ from simulator.cli.app import console, main
               help="Draft acceptance: one rate, or one per draft position (0.8,0.7,0.6).")
 @click.option("--draft", default="eagle", show_default=True,
               help="Draft: eagle, mtp (a one-layer head), ngram (free), or a catalog model name (a draft model).")
-@click.option("--host-kv-tokens", type=click.IntRange(min=1),
+@click.option("--host-kv-tokens", type=click.IntRange(min=16),
               help="A host-memory KV tier of this many tokens per replica (prefix blocks evicted from the GPU).")
 @click.option("--host-kv-gbps", type=click.FloatRange(min=0, min_open=True),
               help="Host-to-GPU bandwidth of the tier, GB/s (default 50: PCIe 5.0 x16).")
@@ -105,6 +105,7 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
     if (llm is None) == (model_config is None):
         raise click.UsageError("give exactly one of --model (a catalog name) and --model-config (a config.json)")
     extras = [flag for flag, value in (("--speculative", spec_k), ("--host-kv-tokens", host_kv_tokens),
+                                       ("--host-kv-gbps", host_kv_gbps), ("--spill-preempted", spill_preempted or None),
                                        ("--disaggregate", split)) if value is not None]
     if extras and batching != "vllm":
         raise click.UsageError(f"{' and '.join(extras)} apply to --batching vllm")
@@ -147,7 +148,10 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
     extra = dict(spec_k=spec_k, acceptance=acceptance, draft=draft, host_kv_tokens=host_kv_tokens,
                  host_kv_gbps=host_kv_gbps, spill_preempted=spill_preempted)
     if split == "search":
+        if rate_scale is not None:
+            raise click.UsageError("--disaggregate search finds each split's capacity itself; leave --rate-scale out")
         _search_split(llm=llm, gpu=gpu, tp=tp, dtype=dtype, kv_dtype=kv_dtype, max_batch=max_batch,
+                      shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts, router=router,
                       max_batched_tokens=max_batched_tokens or chunk, trace=trace, input_len=input_len,
                       output_len=output_len, num_requests=num_requests, seed=seed,
                       prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off", layout=layout,
@@ -165,7 +169,7 @@ def serving(llm, model_config, gpu, tp, dp, pp, ep, dtype, gpu_memory_utilizatio
             prefix_caching=prefix_caching != "off", kv_preemption=kv_preemption != "off",
             shared_prefix_tokens=shared_prefix_tokens, distinct_prompts=distinct_prompts, layout=layout,
             decode_gpu=decode_gpu, decode_tp=decode_tp, decode_dp=decode_dp, decode_ep=decode_ep, link=kv_link,
-            **extra)
+            router=router, **extra)
     else:
         from simulator.serving.serving_report_setup import extras_for
 

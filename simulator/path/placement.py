@@ -75,7 +75,10 @@ def place_replicas(demand, k, capacity_per_step, gpus_per_replica, companion, pr
                 take = min(needed, room // gpus)
                 c = companion[m, j, 0]
                 if c >= 0:
-                    take = min(take, free[c] // companion[m, j, 1])
+                    room_c = free[c]
+                    if first and preempt[c]:  # the companion pool's jobs likewise kept for the second walk
+                        room_c = max(free[c] - max(training[c] - training_floor[c], 0), 0)
+                    take = min(take, room_c // companion[m, j, 1])
                 if take <= 0:
                     continue
                 taken[m, j] += take
@@ -177,6 +180,15 @@ def _placement(requests, row, unbounded, capacity_per_step, gpus_per_replica, co
     open_to_inference(installed, failed, out_of_service, training, training_floor, preempt, free)
     if unbounded >= 0:
         free[unbounded] = 1 << 50
+        # A unit across two pools is sized on either as if the other had room for it too (each
+        # pool's own autoscaler sizes that one): else two empty pools would wait for each other.
+        for m in range(preferences.shape[0]):
+            for j in range(preferences.shape[1]):
+                c = companion[m, j, 0]
+                if c >= 0 and preferences[m, j] == unbounded:
+                    free[c] = 1 << 50
+                elif c == unbounded and preferences[m, j] >= 0:
+                    free[preferences[m, j]] = 1 << 50
     place_replicas(requests, row, capacity_per_step, gpus_per_replica, companion, preferences, api_mode, burst, training,
                    training_floor, preempt, free, inference, taken, load, unplaced)
     return inference, taken, load

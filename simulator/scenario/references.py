@@ -60,14 +60,10 @@ def check_references(scenario: Scenario) -> None:
             if pool_name not in model.pools:
                 raise ScenarioError(("models", index, "replicas", pool_name),
                                     f"{pool_name!r} is not one of the model's pools ({', '.join(model.pools)})")
-            if shape.companion_pool is not None and (shape.companion_pool not in pool_names
-                                                     or shape.companion_pool == pool_name):
-                raise ScenarioError(("models", index, "replicas", pool_name, "companion_pool"),
-                                    f"must name another pool of the fleet, not {shape.companion_pool!r} "
-                                    f"(pools: {', '.join(pool_names)})")
             if (shape.companion_pool is None) != (shape.companion_gpus is None):
                 raise ScenarioError(("models", index, "replicas", pool_name, "companion_gpus"),
                                     "give companion_pool and companion_gpus together")
+        _check_companions(scenario, index, pool_names)
         _check_replica_sizes(scenario, index, pool_names)
         if len(set(model.pools)) != len(model.pools):
             raise ScenarioError(("models", index, "pools"), "a pool is listed twice")
@@ -123,6 +119,32 @@ def _check_replica_serving(model: ServedModel, index: int) -> None:
             raise ScenarioError((*loc, "gpus_per_replica"),
                                 f"is {shape.gpus_per_replica} but serving's tp × dp × pp is {spec.gpus} on this "
                                 "pool; a replica is its parallel group")
+
+
+def _check_companions(scenario: Scenario, index: int, pool_names: list[str]) -> None:
+    """A disaggregated unit's other pool exists, is not the pool it is listed on, and holds its side."""
+    model = scenario.models[index]
+    for name in model.pools:
+        shape = model.replicas.get(name)
+        own = shape is not None and shape.serving is not None and shape.serving.disaggregation is not None
+        if shape is not None and shape.companion_pool is not None:
+            loc: tuple = ("models", index, "replicas", name, "companion_pool")
+        else:
+            spec = model.serving_on(name)
+            side = spec.disaggregation.elsewhere if spec is not None and spec.disaggregation is not None else None
+            if side is None:
+                continue
+            loc = ("models", index, *(("replicas", name, "serving") if own else ("serving",)), "disaggregation",
+                   side, "pool")
+        companion = model.shape_on(name)
+        other, gpus = companion.companion_pool, companion.companion_gpus
+        if other not in pool_names or other == name:
+            raise ScenarioError(loc, f"must name another pool of the fleet than {name!r}, not {other!r} "
+                                f"(pools: {', '.join(pool_names)})")
+        most = _most_gpus(scenario, pool_names.index(other), for_inference=True)
+        if 0 < most < gpus:
+            raise ScenarioError(loc, f"the unit's side there holds {gpus:,} GPUs but pool {other!r} never holds "
+                                f"more than {most:,}")
 
 
 def _check_replica_sizes(scenario: Scenario, index: int, pool_names: list[str]) -> None:

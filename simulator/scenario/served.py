@@ -123,6 +123,9 @@ class ServingSpec(Frozen):
         if self.tp * self.dp * self.pp > 4096:
             raise ValueError(f"tp × dp × pp is {self.tp * self.dp * self.pp:,}; a replica holds at most 4,096 GPUs")
         if self.disaggregation is not None:
+            if self.router_replicas > 1:
+                raise ValueError("a disaggregated unit is probed alone, its sides behind their own routers; leave "
+                                 "router_replicas at 1 (set each side's replicas)")
             if self.pp > 1:
                 raise ValueError("a disaggregated unit's sides take tp, dp and ep; leave pp at 1")
             total = self.side_gpus("prefill") + self.side_gpus("decode")
@@ -319,6 +322,7 @@ class ServedModel(Frozen):
         """The replica on ``pool``: each of GPUs, capacity and curve (once derived) from the
         pool's entry where it gives it, else from the model's fields."""
         shape = self.replicas.get(pool) or ReplicaShape()
+        companion = self._companion_on(pool, shape)
         gpus = shape.gpus_per_replica
         if gpus is None:
             own = shape.serving is not None and any(getattr(shape.serving, k) is not None
@@ -330,9 +334,20 @@ class ServedModel(Frozen):
             slo_curve=shape.slo_curve if shape.slo_curve is not None else self.slo_curve,
             derived_on=shape.derived_on,
             serving_policy=shape.serving_policy,
-            companion_pool=shape.companion_pool,
-            companion_gpus=shape.companion_gpus,
+            companion_pool=companion[0],
+            companion_gpus=companion[1],
         )
+
+    def _companion_on(self, pool: str, shape: ReplicaShape) -> tuple[str | None, int | None]:
+        """A unit's other pool and its GPUs there: as derived, else from the serving block (a unit
+        whose capacity is given still holds its other side's GPUs)."""
+        if shape.companion_pool is not None:
+            return shape.companion_pool, shape.companion_gpus
+        spec = self.serving_on(pool)
+        side = spec.disaggregation.elsewhere if spec is not None and spec.disaggregation is not None else None
+        if side is None:
+            return None, None
+        return getattr(spec.disaggregation, side).pool, spec.side_gpus(side)
 
     @model_validator(mode="after")
     def _burst_pools_listed(self) -> ServedModel:

@@ -58,9 +58,11 @@ class KvOffloadSpec(Frozen):
     """A host-memory KV tier per replica: evicted prefix blocks, and preempted requests' KV."""
 
     host_tokens: Annotated[int, Field(ge=16, le=10**10)] = Field(description="KV tokens the tier holds per replica")
-    bandwidth_gbps: Positive = Field(default=50.0, description="Host-to-GPU bandwidth, GB/s (PCIe 5.0 x16: about 50)")
-    spill_preempted: bool = Field(
-        default=False, description="A preempted request writes its KV to the tier and reloads it instead of "
+    bandwidth_gbps: Positive = Field(
+        default=50.0, description="Host-to-GPU bandwidth per GPU, GB/s (PCIe 5.0 x16: about 50); a request's KV "
+        "loads over the links of the GPUs holding it at once")
+    spill_preempted: Literal["enabled", "disabled"] = Field(
+        default="disabled", description="A preempted request writes its KV to the tier and reloads it instead of "
         "recomputing")
 
 

@@ -20,7 +20,8 @@ charged against the prefill replica), so the prefill side is simulated first and
 finishing times, plus the transfers, are the decode side's arrivals. Requests of one output
 token leave at the prefill side. With one prefill replica, a token budget of one prompt and
 a fixed prompt length, each prefill takes the same time ``D`` and the prefill side is an
-M/D/1 queue: mean TTFT ``D + λD² / (2(1 − λD)) + transfer`` (DistServe, §3.1).
+M/D/1 queue: mean TTFT ``D + λD² / (2(1 − λD)) + transfer`` (DistServe, §3.1), for requests of two or more
+output tokens (the others send no KV).
 """
 
 from __future__ import annotations
@@ -168,7 +169,8 @@ def simulate_disaggregated(
         link: the KV link between them.
         prefix_caching, prefix_id, prefix_tokens, prompt_id: the prefill side's prefix cache.
         speculative, draft, rng: speculative decoding on the decode side.
-        host_kv: a host-memory KV tier on each prefill replica (prefix blocks).
+        host_kv: a host-memory KV tier on each replica of both sides (evicted prefix blocks on the
+            prefill side; preempted requests' KV, with ``spill_preempted``, on either).
         frontend_s: per-request front-end latency (default the prefill model's).
     """
     prompt = np.asarray(prompt_tokens, dtype=np.int64)
@@ -195,7 +197,8 @@ def simulate_disaggregated(
                                     kv_capacity_tokens=decode.kv_capacity_tokens, prefix_caching=False,
                                     kv_preemption=kv_preemption, replicas=decode.replicas, policy=decode.policy,
                                     frontend_s=0.0,
-                                    speculative=speculative, draft=draft, kv_arrives=True, rng=rng)
+                                    speculative=speculative, draft=draft, kv_arrives=True, rng=rng,
+                                    host_kv=host_kv)
         finish[more] = second_pass.finish_s
     preemptions = first_pass.preemptions.copy()
     steps = None

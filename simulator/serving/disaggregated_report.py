@@ -18,16 +18,19 @@ def disaggregated_report(workload: Workload, prefill: OperatorIterationModel, de
                          split: tuple[int, int], *, max_batch: int, max_batched_tokens: int | None,
                          prefix_caching: bool, kv_preemption: bool, link: str | None, seed: int,
                          speculation: Speculation | None = None, host_kv: HostKvTier | None = None,
-                         dtype: str = "bf16") -> dict[str, Any]:
-    """Serve ``workload`` on ``split[0]`` prefill and ``split[1]`` decode replicas; the JSON object
+                         dtype: str = "bf16", router: str = "least_outstanding") -> dict[str, Any]:
+    """Serve ``workload`` on ``split[0]`` prefill and ``split[1]`` decode replicas (``router``: the
+    prefill side's; the decode side spreads by outstanding requests); the JSON object
     of ``fleetcast serving --json`` for the unit (per GPU: over both sides' GPUs) with the split's
     own figures (tokens per second per GPU on each side, the KV link and the bandwidth used)."""
     budget = max_batched_tokens or DEFAULT_MAX_BATCHED_TOKENS
     sides = []
     for model, replicas in ((prefill, split[0]), (decode, split[1])):
         kv = model.kv_memory(max_num_batched_tokens=budget, max_num_seqs=max_batch).replica_kv_tokens
+        policy = ("least_outstanding" if router == "least_loaded" else router) if model is prefill else (
+            "least_outstanding")
         sides.append(Side(model, replicas, max_num_seqs=max_batch, max_num_batched_tokens=budget,
-                          kv_capacity_tokens=kv))
+                          kv_capacity_tokens=kv, policy=policy))
     chosen = kv_link(prefill, decode, link, unit_gpus=sides[0].gpus + sides[1].gpus)
     run = simulate_disaggregated(workload.arrival_s, workload.prompt_tokens, workload.output_tokens, sides[0],
                                  sides[1], chosen, prefix_caching=prefix_caching, prefix_id=workload.prefix_id,

@@ -125,13 +125,13 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
         speculation = None
         if spec.speculative is not None:
             s = spec.speculative
-            speculation = build_speculation(s.k, s.acceptance, s.draft, target, pool.gpu,
+            speculation = build_speculation(s.k, s.acceptance, s.draft, target, target.gpu_name,
                                             tuple(s.accepted_distribution) if s.accepted_distribution else None,
-                                            s.draft_share)
+                                            s.draft_share, gpus=scenario.gpus)
         host = None
         if spec.kv_offload is not None:
             host = HostKvTier(spec.kv_offload.host_tokens, spec.kv_offload.bandwidth_gbps,
-                              spec.kv_offload.spill_preempted)
+                              spec.kv_offload.spill_preempted == "enabled")
         curve = capacity_curve(unit.prefill.model if unit is not None else iteration, mix, slo, spec.max_batch,
                                prefill_chunk_tokens=spec.prefill_chunk_tokens,
                                requests=spec.probe_requests, seed=spec.seed,
@@ -140,6 +140,8 @@ def _derive(scenario: Scenario, model: ServedModel, pool_name: str, spec: Servin
                                kv_preemption=spec.kv_preemption == "enabled",
                                replicas=spec.router_replicas if unit is None else 1, routing=spec.routing,
                                speculation=speculation, host_kv=host, unit=unit)
+    except ScenarioError:
+        raise  # a side's own error, already named by its field
     except (ServingConfigError, ValueError) as exc:
         raise ScenarioError(loc, f"{exc} (pool {pool_name!r})") from None
     own = model.replicas.get(pool_name)

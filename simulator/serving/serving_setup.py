@@ -38,9 +38,11 @@ def parse_acceptance(text: str | float | list | tuple) -> float | tuple[float, .
 
 
 def speculation(k: int, acceptance, draft: str, target: IterationModel, gpu: str | None = None,
-                distribution: tuple[float, ...] | None = None, draft_share: float | None = None) -> Speculation:
+                distribution: tuple[float, ...] | None = None, draft_share: float | None = None,
+                gpus=None) -> Speculation:
     """Speculative decoding with ``k`` drafts from ``draft``: a method (eagle, mtp, ngram) or a
-    catalog model name (a separate draft model on the target's GPUs and layout)."""
+    catalog model name (a separate draft model on the target's GPUs and layout: its GPU, ``tp`` and
+    ``dp``; ``gpus``: a scenario's GPU table)."""
     method, model_name = (draft, None) if draft in METHODS and draft != "draft_model" else ("draft_model", draft)
     try:
         spec = SpeculativeDecoding(k=k, acceptance=parse_acceptance(acceptance), distribution=distribution,
@@ -49,8 +51,8 @@ def speculation(k: int, acceptance, draft: str, target: IterationModel, gpu: str
         raise ServingConfigError(str(exc)) from None
     draft_model = None
     if model_name is not None:
-        draft_model = operator_model(model_name, gpu or target.gpu_name, getattr(target, "tp", 1),
-                                     getattr(target, "dtype", "bf16"))
+        draft_model = operator_model(model_name, getattr(target, "gpu_name", None) or gpu, getattr(target, "tp", 1),
+                                     getattr(target, "dtype", "bf16"), gpus=gpus, dp=getattr(target, "dp", 1))
     return Speculation(spec, draft_model)
 
 

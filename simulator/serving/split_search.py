@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from simulator.serving.capacity import CapacityCurve, Slo, capacity_curve
+from simulator.serving.capacity import CapacityCurve, Slo, SloUnreachable, capacity_curve
 from simulator.serving.disaggregated import Unit
-from simulator.serving.iteration import ServingConfigError
 from simulator.serving.probe import TraceRequests
 from simulator.serving.trace import LengthMix
 
@@ -57,7 +56,7 @@ def search_split(unit: Unit, mix: LengthMix | TraceRequests, slo: Slo, max_prefi
                 curve = capacity_curve(candidate.prefill.model, mix, slo, candidate.decode.max_num_seqs,
                                        unit=candidate, **probe)
                 capacity = curve.capacity_rps
-            except ServingConfigError:  # the SLO cannot be met at any rate on this split
+            except SloUnreachable:  # the SLO cannot be met at any rate on this split (other errors propagate)
                 curve, capacity = None, 0.0
             tried.append(SplitCandidate(x, y, candidate.gpus, capacity, curve))
             if capacity / candidate.gpus > best * (1 + 1e-9):

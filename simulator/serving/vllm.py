@@ -163,7 +163,8 @@ def simulate_vllm(
     host_blocks = 0
     if host_kv is not None:
         host_blocks = host_kv.blocks(block_size) // stages
-        features[F_LOAD_S_PER_TOKEN] = host_kv.load_s_per_token(float(getattr(model, "kv_bytes_per_token", 0.0)))
+        features[F_LOAD_S_PER_TOKEN] = host_kv.load_s_per_token(float(getattr(model, "kv_bytes_per_token", 0.0)),
+                                                                int(getattr(model, "tp", 1)) * stages)
         features[F_SPILL] = 1.0 if host_kv.spill_preempted else 0.0
     loaded = np.zeros(n, dtype=np.int64)
     steps = np.zeros((n, 2), dtype=np.int64)

@@ -99,8 +99,8 @@ def schedule_running(r, j, block_size, caching, spec_k, features, req, rep, bloc
 
 
 @njit(cache=True)
-def admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req, rep, blocks, run, wq, slot_stack, table,
-           n_blk, keymap, keys, host, admit, cached, loaded):
+def admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req, rep, blocks, run, wq, slot_stack,
+                  table, n_blk, keymap, keys, host, admit, cached, loaded):
     """Admit waiting requests first come first served while they fit (module docstring, step 2)."""
     while rep[r, W_LEN] > 0 and rep[r, LEFT] > 0 and rep[r, N_RUN] < max_seqs:
         i = wq[r, rep[r, W_HEAD]]
@@ -111,19 +111,20 @@ def admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req
         from_host = 0
         ready = 0  # tokens whose KV the request already has: arrived with it, or spilled to host
         spilled = req[i, SPILLED]
-        if preloaded and np.isnan(admit[i]):
+        arriving = preloaded and np.isnan(admit[i])
+        if arriving:
             ready = req[i, PROMPT]
-        elif spilled > 0:
-            ready = spilled
-        elif caching:
+        elif caching:  # prompt blocks cached on the GPU are taken first (a spilled request's too)
             limit = min(req[i, KEY_COUNT], (known - 1) // block_size)
             while hits < limit and keymap[r, keys[first_key + hits]] >= 0:
                 if blocks[r, keymap[r, keys[first_key + hits]], REF] == 0:
                     evictable += 1
                 hits += 1
-            if rep[r, HOST_CAP] > 0:
+            if rep[r, HOST_CAP] > 0 and spilled == 0:
                 while hits + from_host < limit and host[r, keys[first_key + hits + from_host], H_IN] == 1:
                     from_host += 1
+        if spilled > 0:  # the rest of its spilled KV comes back from the host tier
+            ready = max(spilled - hits * block_size, 0)
         done = (hits + from_host) * block_size + ready
         size = min(known - done, rep[r, LEFT])
         reserve = done + size if preempt else req[i, PROMPT] + req[i, OUTPUT]
@@ -148,7 +149,7 @@ def admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req
         if spilled > 0:
             rep[r, HOST_PINNED] -= (spilled + block_size - 1) // block_size
             req[i, SPILLED] = 0
-        rep[r, LOADED] += from_host * block_size + spilled
+        rep[r, LOADED] += from_host * block_size + (ready if not arriving else 0)
         req[i, COMPUTED] = done
         req[i, REGISTERED] = hits
         if caching:
