@@ -46,18 +46,25 @@ from simulator.serving.vllm_layout import (
 )
 
 
+@njit(cache=True, inline="always")
+def _take_out(r, node, links, prev, next_, rep, head, tail):
+    """Take ``node`` out of replica ``r``'s doubly linked list: ``links[r, node, prev / next_]`` its
+    neighbours (−1 at the ends), ``rep[r, head / tail]`` the list's ends."""
+    p, q = links[r, node, prev], links[r, node, next_]
+    if p >= 0:
+        links[r, p, next_] = q
+    else:
+        rep[r, head] = q
+    if q >= 0:
+        links[r, q, prev] = p
+    else:
+        rep[r, tail] = p
+
+
 @njit(cache=True)
 def unlink(r, b, rep, blocks):
     """Take block ``b`` out of replica ``r``'s free queue."""
-    p, q = blocks[r, b, PREV], blocks[r, b, NEXT]
-    if p >= 0:
-        blocks[r, p, NEXT] = q
-    else:
-        rep[r, FHEAD] = q
-    if q >= 0:
-        blocks[r, q, PREV] = p
-    else:
-        rep[r, FTAIL] = p
+    _take_out(r, b, blocks, PREV, NEXT, rep, FHEAD, FTAIL)
     rep[r, N_FREE] -= 1
 
 
@@ -169,15 +176,7 @@ def host_store(r, key, rep, host):
 @njit(cache=True)
 def host_drop(r, key, rep, host):
     """Take ``key`` out of the host tier."""
-    p, q = host[r, key, H_PREV], host[r, key, H_NEXT]
-    if p >= 0:
-        host[r, p, H_NEXT] = q
-    else:
-        rep[r, HOST_HEAD] = q
-    if q >= 0:
-        host[r, q, H_PREV] = p
-    else:
-        rep[r, HOST_TAIL] = p
+    _take_out(r, key, host, H_PREV, H_NEXT, rep, HOST_HEAD, HOST_TAIL)
     host[r, key, H_IN] = 0
     rep[r, HOST_SIZE] -= 1
 
