@@ -165,7 +165,7 @@ def fleet_nodes(prefill: dict, decode: dict) -> dict:
             "nodes": gpus / 8}
 
 
-def main() -> dict:
+def main(results_path: Path = RESULTS) -> dict:
     started = time.perf_counter()
     prefill = prefill_rate()
     decode = decode_rate()
@@ -183,8 +183,8 @@ def main() -> dict:
         "bar": BAR, "seconds": time.perf_counter() - started,
     }
     result["passes"] = abs(result["by_rates"]["error"]) <= BAR and abs(result["fleet"]["error"]) <= BAR
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2, default=float) + "\n")
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    results_path.write_text(json.dumps(result, indent=2, default=float) + "\n")
     print(f"prefill: {prefill['tokens_per_s_per_node']:,.0f} input tok/s per node (published ~73,700), "
           f"TTFT p90 {prefill['ttft_p90_s']:.2f} s, cache hits {prefill['cache_hit_rate']:.1%}")
     print(f"decode:  {decode['tokens_per_s_per_node']:,.0f} output tok/s per node (published ~14,800) at "
@@ -198,4 +198,8 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the figures")
+    main(parser.parse_args().json)

@@ -69,7 +69,7 @@ def speedup(model, spec: SpeculativeDecoding, batch: int) -> float:
     return plain.duration_s / fast.duration_s
 
 
-def main() -> dict:
+def main(results_path: Path = RESULTS) -> dict:
     started = time.perf_counter()
     alpha = acceptance_from_tau(TAU_K7, 7)
     spec = SpeculativeDecoding(k=K, acceptance=alpha, method="eagle")
@@ -88,8 +88,8 @@ def main() -> dict:
         "errors": {b: curve[b] / PUBLISHED[b] - 1 for b in PUBLISHED}, "bar": BAR,
         "passes": monotone and abs(at_two) <= BAR, "seconds": time.perf_counter() - started,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n")
+    results_path.parent.mkdir(parents=True, exist_ok=True)
+    results_path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"EAGLE-3 (k = {K}, α = {alpha:.3f}, {spec.tokens_per_step:.2f} tokens/step), llama-3.1-8b BF16")
     print("batch  RTX 3090  published  H100")
     for b in batches:
@@ -100,4 +100,8 @@ def main() -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", type=Path, default=RESULTS, help="where to write the figures")
+    main(parser.parse_args().json)
