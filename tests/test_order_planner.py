@@ -461,3 +461,22 @@ def test_the_planner_prices_orders_at_the_market_of_their_month(decay, markets, 
         price = 30_000 if "rent" in markets else 60_000
         assert document["cost"]["market_value_at_end_usd"] == pytest.approx(12 * price * (1 - decay) ** age, rel=1e-9)
     assert document["target_met"]
+
+
+def test_a_unit_across_two_pools_is_ordered_on_both():
+    """The demand steps to 20 req/s on day 150; units of 1 req/s hold 2 GPUs of pool a and 1 of pool
+    b, whose 8 and 4 GPUs serve the first 4 req/s: 16 more units need 32 GPUs of a and 16 of b,
+    each ordered one lead time before."""
+    data = _scenario()
+    data["fleet"]["pools"].append({"name": "b", "gpu": "H200", "count": 4,
+                                   "acquisition": {"type": "owned", "price_usd": 20_000}})
+    model = data["models"][0]
+    del model["gpus_per_replica"], model["capacity_rps"]
+    model["replicas"] = {"a": {"gpus_per_replica": 2, "capacity_rps": 1.0, "companion_pool": "b",
+                               "companion_gpus": 1}}
+    outcome = _plan(data, [{"pool": "a", "step": 4, "max": 64, "lead_time": "120d"},
+                           {"pool": "b", "step": 4, "max": 64, "lead_time": "60d"}])
+    document = plan_document(outcome)
+    ordered = sorted((o["pool"], o["order_date"], o["count"]) for o in document["orders"])
+    assert ordered == [("a", _day(30), 32), ("b", _day(90), 16)]
+    assert document["target_met"] and outcome.fresh.risk.max() == 0.0

@@ -53,6 +53,7 @@ from simulator.decisions.plan_setup import (
     power_headroom,
     power_options,
     priced_by_markets,
+    unit_companions,
 )
 from simulator.path.compiled import compile_scenario
 from simulator.runs.montecarlo import simulate
@@ -107,7 +108,9 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
     seed = base.seed if seed is None else int(seed)
     grid, labels = planning_grid(base, settings.target.per, settings.review_every)
     # Lead times and slips default to the procurement policy the plan replaces.
-    candidates = candidates_of(scenario, compile_scenario(base), settings.orders, grid.order_s)
+    compiled = compile_scenario(base)
+    candidates = candidates_of(scenario, compiled, settings.orders, grid.order_s)
+    companions = unit_companions(compiled)
     count = [0]
 
     def run(planned: Scenario, stage: str, run_seed: int, need: bool = False, keep: int | None = 0,
@@ -134,7 +137,8 @@ def plan_orders(scenario: Scenario, settings: PlanSettings, *, seed: int | None 
 
     def confirm(trial: Trial, label: str) -> Trial | None:
         trial.schedule = cheapest_schedule(candidates, grid, trial.need_q, trial.delivery, settings.budget_usd,
-                                           power_headroom_kw=headroom, cash_room_usd=cash_room, power_options=upgrades)
+                                           power_headroom_kw=headroom, cash_room_usd=cash_room, power_options=upgrades,
+                                           companions=companions)
         key = repr((sorted(trial.schedule.orders.items()), sorted(trial.schedule.power.items())))
         if key in seen:
             return None  # a plan already confirmed

@@ -184,13 +184,19 @@ def in_service(candidate: Candidate, grid: Grid, slots: np.ndarray, delivery_lev
 def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray, delivery_level: np.ndarray,
                       budget_usd: float | None = None, time_limit_s: float = 60.0,
                       power_headroom_kw: np.ndarray | None = None, cash_room_usd: np.ndarray | None = None,
-                      power_options: list[PowerOption] | None = None) -> Schedule:
+                      power_options: list[PowerOption] | None = None,
+                      companions: dict[int, tuple[float, str]] | None = None) -> Schedule:
     """The cheapest whole-order schedule covering ``need`` ``(models, slots)`` as far as it can
     be covered (see the module docstring). ``delivery_level[p]``: the slip quantile that
     times deliveries for slots of period ``p``. ``power_headroom_kw`` (per slot): the site power
     the fleet as it stands leaves free; owned orders in service in a slot must fit it.
     ``cash_room_usd`` (per calendar month): what the orders may have paid by each month's end
-    (:func:`payments_by_month`)."""
+    (:func:`payments_by_month`). ``companions[m] = (share, pool)``: model ``m``'s first-choice
+    replica is a disaggregated unit across two pools; the share ``share`` of its need is GPUs of
+    the pools it lists, the rest GPUs of ``pool``, each covered by its own pools' orders (a unit
+    needs both sides)."""
+    n_given = need.shape[0]
+    need, eff = _split_for_companions(need, candidates, companions or {})
     n_models, _ = need.shape
     slots = np.flatnonzero((need > _EPS).any(axis=0))
     uncovered = np.zeros_like(need, dtype=np.float64)
@@ -236,7 +242,7 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
         # its rent over the slot; other candidates' GPUs are paid by their orders.
         rent = candidate.rent(grid.month_of_slot[slots]) * slot_s if candidate.kind == "burst" else np.zeros(n_t)
         for m in needing:
-            if candidate.eff[m] > 0:
+            if eff[c, m] > 0:
                 y[c, m] = np.array([add_var("y", c, (m, t), float(rent[t]), np.inf, False) for t in range(n_t)],
                                    dtype=np.int64)
     slack = {m: np.array([add_var("slack", -1, (m, t), 0.0, np.inf, False) for t in range(n_t)], dtype=np.int64)
@@ -246,9 +252,9 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
         for t in range(n_t):
             if need[m, slots[t]] <= _EPS:
                 continue
-            for c, candidate in enumerate(candidates):
+            for c in range(len(candidates)):
                 if (c, m) in y:
-                    rows.append(n_rows), cols.append(y[c, m][t]), vals.append(float(candidate.eff[m]))
+                    rows.append(n_rows), cols.append(y[c, m][t]), vals.append(float(eff[c, m]))
             rows.append(n_rows), cols.append(slack[m][t]), vals.append(1.0)
             lower_b.append(float(need[m, slots[t]])), upper_b.append(np.inf)
             n_rows += 1
@@ -355,7 +361,31 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
             orders = int(np.ceil(float(given.max(initial=0.0)) / candidate.step - _EPS))
             chosen[candidate.pool] = [(0, orders)] if orders > 0 else []
     return Schedule({pool: sorted(v) for pool, v in chosen.items()}, spent + sum(burst.values()) + sum(power_usd.values()),
-                    uncovered, result.message, burst, power, power_usd)
+                    _fold_companions(uncovered, n_given, companions or {}), result.message, burst, power, power_usd)
+
+
+def _split_for_companions(need: np.ndarray, candidates: list[Candidate],
+                          companions: dict[int, tuple[float, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """The need with a row more per model whose unit spans two pools (its companion side), and each
+    candidate's ``eff`` over those rows: 1 for the companion pool's own GPUs, else 0."""
+    eff = np.array([c.eff for c in candidates], dtype=np.float64).reshape(len(candidates), need.shape[0])
+    if not companions:
+        return need, eff
+    need = need.astype(np.float64).copy()
+    extra_need, extra_eff = [], []
+    for m, (share, pool) in sorted(companions.items()):
+        extra_need.append(need[m] * (1.0 - share))
+        need[m] = need[m] * share
+        extra_eff.append([1.0 if c.pool == pool else 0.0 for c in candidates])
+    return np.vstack([need, *extra_need]), np.hstack([eff, np.array(extra_eff).T])
+
+
+def _fold_companions(uncovered: np.ndarray, n_given: int, companions: dict[int, tuple[float, str]]) -> np.ndarray:
+    """The need left uncovered per model again: a unit's companion row added back to its model."""
+    folded = uncovered[:n_given].copy()
+    for row, m in enumerate(sorted(companions)):
+        folded[m] += uncovered[n_given + row]
+    return folded
 
 
 def payments_by_month(candidates: list[Candidate], grid: Grid, slots: np.ndarray, columns: list, order_vars: list,
