@@ -67,7 +67,7 @@ from simulator.cli.app import console, main
 @click.option("--host-kv-tokens", type=click.IntRange(min=16),
               help="A host-memory KV tier of this many tokens per replica (prefix blocks evicted from the GPU).")
 @click.option("--host-kv-gbps", type=click.FloatRange(min=0, min_open=True),
-              help="Host-to-GPU bandwidth of the tier, GB/s (default 50: PCIe 5.0 x16).")
+              help="Host-to-GPU bandwidth of the tier per GPU, GB/s (default 50: PCIe 5.0 x16).")
 @click.option("--spill-preempted", is_flag=True, help="Preempted requests write their KV to the host tier "
               "and reload it instead of recomputing.")
 @click.option("--disaggregate", "split", metavar="P:D|search",
