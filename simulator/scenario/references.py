@@ -130,8 +130,8 @@ def _check_companions(scenario: Scenario, index: int, pool_names: list[str]) -> 
         if shape is not None and shape.companion_pool is not None:
             loc: tuple = ("models", index, "replicas", name, "companion_pool")
         else:
-            spec = model.serving_on(name)
-            side = spec.disaggregation.elsewhere if spec is not None and spec.disaggregation is not None else None
+            spec = model.unit_serving_on(name)
+            side = spec.disaggregation.elsewhere if spec is not None else None
             if side is None:
                 continue
             loc = ("models", index, *(("replicas", name, "serving") if own else ("serving",)), "disaggregation",

@@ -343,11 +343,25 @@ class ServedModel(Frozen):
         whose capacity is given still holds its other side's GPUs)."""
         if shape.companion_pool is not None:
             return shape.companion_pool, shape.companion_gpus
-        spec = self.serving_on(pool)
-        side = spec.disaggregation.elsewhere if spec is not None and spec.disaggregation is not None else None
+        spec = self.unit_serving_on(pool)
+        side = spec.disaggregation.elsewhere if spec is not None else None
         if side is None:
             return None, None
         return getattr(spec.disaggregation, side).pool, spec.side_gpus(side)
+
+    def unit_serving_on(self, pool: str) -> ServingSpec | None:
+        """The serving block on ``pool`` when it disaggregates; None otherwise, or when the merged block
+        is not valid (its own error is raised, with its field path, when its capacity is derived)."""
+        own = self.replicas.get(pool)
+        own_serving = own.serving if own is not None else None
+        if (own_serving is None or own_serving.disaggregation is None) and (
+                self.serving is None or self.serving.disaggregation is None):
+            return None
+        try:
+            spec = self.serving_on(pool)
+        except ValueError:
+            return None
+        return spec if spec is not None and spec.disaggregation is not None else None
 
     @model_validator(mode="after")
     def _burst_pools_listed(self) -> ServedModel:
