@@ -104,18 +104,13 @@ def grow_tiered(r, s, tokens, block_size, rep, blocks, table, n_blk, keymap, hos
     stays as small as it was (a call to the tier inside it, never taken, slowed the engine by 40%).
     """
     need = (tokens + block_size - 1) // block_size - n_blk[r, s]
-    if need <= 0:
-        return True
-    if need > rep[r, N_FREE]:
-        return False
-    for _ in range(need):
+    if 0 < need <= rep[r, N_FREE]:  # the blocks grow will take: the free queue's first ``need``
         b = rep[r, FHEAD]
-        key = blocks[r, b, KEY]
-        if key >= 0:
-            host_store(r, key, rep, host)
-        if not grow(r, s, n_blk[r, s] * block_size + 1, block_size, rep, blocks, table, n_blk, keymap):
-            return False  # cannot happen: the free blocks were counted
-    return True
+        for _ in range(need):
+            if blocks[r, b, KEY] >= 0:
+                host_store(r, blocks[r, b, KEY], rep, host)
+            b = blocks[r, b, NEXT]
+    return grow(r, s, tokens, block_size, rep, blocks, table, n_blk, keymap)
 
 
 @njit(cache=True)
