@@ -53,8 +53,8 @@ from simulator.decisions.plan_setup import (
     power_headroom,
     power_options,
     priced_by_markets,
-    unit_companions,
 )
+from simulator.decisions.unit_need import unit_companions
 from simulator.path.compiled import compile_scenario
 from simulator.runs.montecarlo import simulate
 from simulator.runs.results import Results

@@ -46,6 +46,8 @@ import numpy as np
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 
+from simulator.decisions.unit_need import fold_companions, split_for_companions
+
 _EPS = 1e-6
 
 
@@ -196,7 +198,7 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
     the pools it lists, the rest GPUs of ``pool``, each covered by its own pools' orders (a unit
     needs both sides)."""
     n_given = need.shape[0]
-    need, eff = _split_for_companions(need, candidates, companions or {})
+    need, eff = split_for_companions(need, candidates, companions or {})
     n_models, _ = need.shape
     slots = np.flatnonzero((need > _EPS).any(axis=0))
     uncovered = np.zeros_like(need, dtype=np.float64)
@@ -361,31 +363,7 @@ def cheapest_schedule(candidates: list[Candidate], grid: Grid, need: np.ndarray,
             orders = int(np.ceil(float(given.max(initial=0.0)) / candidate.step - _EPS))
             chosen[candidate.pool] = [(0, orders)] if orders > 0 else []
     return Schedule({pool: sorted(v) for pool, v in chosen.items()}, spent + sum(burst.values()) + sum(power_usd.values()),
-                    _fold_companions(uncovered, n_given, companions or {}), result.message, burst, power, power_usd)
-
-
-def _split_for_companions(need: np.ndarray, candidates: list[Candidate],
-                          companions: dict[int, tuple[float, str]]) -> tuple[np.ndarray, np.ndarray]:
-    """The need with a row more per model whose unit spans two pools (its companion side), and each
-    candidate's ``eff`` over those rows: 1 for the companion pool's own GPUs, else 0."""
-    eff = np.array([c.eff for c in candidates], dtype=np.float64).reshape(len(candidates), need.shape[0])
-    if not companions:
-        return need, eff
-    need = need.astype(np.float64).copy()
-    extra_need, extra_eff = [], []
-    for m, (share, pool) in sorted(companions.items()):
-        extra_need.append(need[m] * (1.0 - share))
-        need[m] = need[m] * share
-        extra_eff.append([1.0 if c.pool == pool else 0.0 for c in candidates])
-    return np.vstack([need, *extra_need]), np.hstack([eff, np.array(extra_eff).T])
-
-
-def _fold_companions(uncovered: np.ndarray, n_given: int, companions: dict[int, tuple[float, str]]) -> np.ndarray:
-    """The need left uncovered per model again: a unit's companion row added back to its model."""
-    folded = uncovered[:n_given].copy()
-    for row, m in enumerate(sorted(companions)):
-        folded[m] += uncovered[n_given + row]
-    return folded
+                    fold_companions(uncovered, n_given, companions or {}), result.message, burst, power, power_usd)
 
 
 def payments_by_month(candidates: list[Candidate], grid: Grid, slots: np.ndarray, columns: list, order_vars: list,

@@ -28,19 +28,6 @@ MAX_ORDER_GPUS = 10_000_000
 _PERIOD_CODES = {"month": "M", "quarter": "Q"}
 
 
-def unit_companions(compiled: CompiledScenario) -> dict[int, tuple[float, str]]:
-    """Per model whose first-choice replica is a disaggregated unit across two pools: the share of
-    its need (counted in the unit's GPUs, both sides) that is GPUs of its listed pool, and the
-    unit's other pool (:func:`~simulator.decisions.order_schedule.cheapest_schedule`)."""
-    out = {}
-    for m in range(len(compiled.model_names)):
-        pool, gpus = int(compiled.companion[m, 0, 0]), int(compiled.companion[m, 0, 1])
-        if pool >= 0:
-            listed = int(compiled.gpus_per_replica[m, 0])
-            out[m] = (listed / (listed + gpus), compiled.pool_names[pool])
-    return out
-
-
 def candidates_of(scenario: Scenario, compiled: CompiledScenario, orders: list[OrderCandidate],
                   order_s: np.ndarray) -> list[Candidate]:
     """Each order candidate with its lead time, slip, price, and the share of each model's
