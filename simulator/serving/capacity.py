@@ -174,13 +174,14 @@ def capacity_curve(
                                max_batch=max_batch, kv_capacity_tokens=kv_capacity_tokens,
                                prefill_chunk_tokens=prefill_chunk_tokens)
 
-    def serve(rate: float):
-        """Poisson arrivals at ``rate`` per replica: the merged result, and a unit's own run."""
-        served = run(np.cumsum(unit_gaps) / (rate * replicas))
-        return served.result if unit is not None else served
-
-    def serve_unit(rate: float):
+    def serve_run(rate: float):
+        """Poisson arrivals at ``rate`` per replica (a unit's run keeps its sides')."""
         return run(np.cumsum(unit_gaps) / (rate * replicas))
+
+    def serve(rate: float):
+        """The requests' times at ``rate`` (a unit's merged over its sides)."""
+        served = serve_run(rate)
+        return served.result if unit is not None else served
 
     def percentiles(result) -> tuple[float, float]:
         ttft = result.ttft_s[warmup:]
@@ -225,13 +226,14 @@ def capacity_curve(
         result = serve(rho * capacity)
         ok = (result.ttft_s <= slo.ttft_s) & ~(result.tpot_s > slo.tpot_s)
         attainment.append(float(ok[warmup:].mean()))
-    at_capacity = serve(capacity)
+    at_run = serve_run(capacity)
+    at_capacity = at_run.result if unit is not None else at_run
     ttft_cap, tpot_cap = percentiles(at_capacity)
     hits = 0.0
     if at_capacity.cached_tokens is not None:
         hits = float(at_capacity.cached_tokens[warmup:].sum() / at_capacity.prompt_tokens[warmup:].sum())
     curve = CapacityCurve(capacity, LOAD_GRID, tuple(attainment), ttft_cap, tpot_cap, requests, hits,
-                          _figures(serve_unit(capacity) if unit is not None else at_capacity, warmup))
+                          _figures(at_run, warmup))
     if use_cache:
         _store(path, curve)
     return curve
