@@ -174,18 +174,10 @@ def _iteration_model(scenario, name, llms, pool, spec: ServingSpec, tp: int, dp:
         raise ScenarioError((*loc, field), f"{text} (pool {pool_name!r})") from None
 
 
-def _side_pool(scenario, listed, named: str | None, loc: tuple):
-    """The pool a side of a unit runs on: the one it names, else the one the model lists."""
-    if named is None:
-        return listed
-    for pool in scenario.fleet.pools:
-        if pool.name == named:
-            if pool.name == listed.name:
-                raise ScenarioError(loc, f"is the pool the model lists ({named!r}); leave it out to run both sides "
-                                    "there")
-            return pool
-    raise ScenarioError(loc, f"names no pool of the fleet: {named!r} (pools: "
-                        f"{', '.join(p.name for p in scenario.fleet.pools)})")
+def _side_pool(scenario, listed, named: str | None):
+    """The pool a side of a unit runs on: the one it names (checked to be another pool of the fleet
+    with the scenario's references), else the one the model lists."""
+    return listed if named is None else next(p for p in scenario.fleet.pools if p.name == named)
 
 
 def _unit(scenario, name, llms, pool, spec: ServingSpec, loc: tuple, pool_name: str) -> Unit:
@@ -195,9 +187,8 @@ def _unit(scenario, name, llms, pool, spec: ServingSpec, loc: tuple, pool_name: 
     for side in ("prefill", "decode"):
         own = getattr(spec.disaggregation, side)
         tp, dp, ep = spec.side_layout(side)
-        model = _iteration_model(scenario, name, llms, _side_pool(scenario, pool, own.pool, (*loc, "disaggregation",
-                                                                                             side, "pool")),
-                                 spec, tp, dp, ep, (*loc, "disaggregation", side), pool_name)
+        model = _iteration_model(scenario, name, llms, _side_pool(scenario, pool, own.pool), spec, tp, dp, ep,
+                                 (*loc, "disaggregation", side), pool_name)
         seqs = own.max_batch or spec.max_batch
         tokens = own.max_batched_tokens or budget
         kv = model.kv_memory(max_num_batched_tokens=tokens, max_num_seqs=seqs).replica_kv_tokens
