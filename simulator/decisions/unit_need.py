@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from simulator.decisions.order_schedule import Candidate
     from simulator.path.compiled import CompiledScenario
 
 
@@ -31,10 +30,11 @@ def unit_companions(compiled: CompiledScenario) -> dict[int, tuple[float, str]]:
     return out
 
 
-def split_for_companions(need: np.ndarray, candidates: list[Candidate],
+def split_for_companions(need: np.ndarray, candidates: list,
                          companions: dict[int, tuple[float, str]]) -> tuple[np.ndarray, np.ndarray]:
     """The need with a row more per model whose unit spans two pools (its companion side), and each
-    candidate's ``eff`` over those rows: 1 for the companion pool's own GPUs, else 0."""
+    candidate's ``eff`` over those rows: 1 for the companion pool's own GPUs, else 0 (``candidates``:
+    the planner's :class:`~simulator.decisions.order_schedule.Candidate` list)."""
     eff = np.array([c.eff for c in candidates], dtype=np.float64).reshape(len(candidates), need.shape[0])
     if not companions:
         return need, eff
