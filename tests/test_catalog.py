@@ -136,16 +136,17 @@ def test_tpus_are_not_for_sale_and_say_so():
         assert SPECS[name].generation == "tpu"
 
 
-def test_every_generation_has_efficiencies_and_hopper_and_blackwell_are_fitted():
+def test_every_generation_has_efficiencies_and_hopper_blackwell_and_ampere_are_fitted():
     generations = {spec.generation for spec in SPECS.values()}
     assert {"hopper", "blackwell", "blackwell-ultra", "cdna3", "cdna4", "tpu"} <= generations
     assert generations <= set(GENERATION_EFFICIENCY)
-    assert CALIBRATED_GENERATIONS == ("hopper", "blackwell")
+    assert CALIBRATED_GENERATIONS == ("hopper", "blackwell", "ampere")
     assert GENERATION_EFFICIENCY["hopper"] is HOPPER_EFFICIENCY
     assert HOPPER_EFFICIENCY["gemm_efficiency"] == 0.459  # the fit on vllm_h100_trainval, unchanged
-    # Blackwell has its own fit (inferencex_trainval's B200 points); Blackwell Ultra borrows it,
-    # the rest borrow Hopper's.
+    # Blackwell has its own fit (inferencex_trainval's B200 points); Blackwell Ultra borrows it;
+    # Ampere has its own (benchmarks/fit_ampere.py), the rest borrow Hopper's.
     assert GENERATION_EFFICIENCY["blackwell"] is not HOPPER_EFFICIENCY
     assert GENERATION_EFFICIENCY["blackwell-ultra"] is GENERATION_EFFICIENCY["blackwell"]
-    for generation in ("ampere", "ada", "cdna3", "cdna4", "tpu"):
+    assert GENERATION_EFFICIENCY["ampere"] is not HOPPER_EFFICIENCY
+    for generation in ("ada", "cdna3", "cdna4", "tpu"):
         assert GENERATION_EFFICIENCY[generation] is HOPPER_EFFICIENCY

@@ -100,8 +100,9 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
         tflops_bf16=312, tflops_fp8=None, memory_gb=80, memory_visible_gib=80.0, memory_tbps=2.04, tdp_w=400,
         source="NVIDIA A100 80GB SXM datasheet", as_of="2026-12", generation="ampere",
         interconnect="NVLink 3 (600 GB/s bidirectional)", link_gbps=300, scale_up_domain=8,
-        scale_out_gbps=25, allreduce_latency_us=10,
-        network_source="NVIDIA A100 datasheet (NVLink 3, 8 per HGX); DGX A100: one ConnectX-6 200 Gb/s NIC per GPU",
+        scale_out_gbps=25, allreduce_latency_us=95,
+        network_source=("NVIDIA A100 datasheet (NVLink 3, 8 per HGX); DGX A100: one ConnectX-6 200 Gb/s NIC per GPU; "
+                        "all-reduce latency fitted with AMPERE_EFFICIENCY (benchmarks/fit_ampere.py)"),
         price_usd=18_000, price_as_of="2025-03",
         price_source=f"{_EPOCH_2025}: $17.3k-18.5k (2023-25); no later street price found, kept",
         cloud_usd_per_gpu_hour=1.59, cloud_price_as_of="2026-09",
@@ -313,8 +314,8 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
 #: weight and KV reads, of peak for prefill attention; the fixed CPU/launch time of one
 #: iteration and of one layer in it, and the per-request front-end (HTTP/API server) latency added to TTFT.
 #: Hopper's values are fitted by ``benchmarks/fit_serving.py`` to 13 vLLM v0.15.1 runs on H100
-#: (shared/data/vllm_h100_trainval). Every generation but Blackwell is ASSUMED to reach Hopper's
-#: efficiencies: no calibration data here for ampere (A100), ada (L40S), cdna3 (MI300X, MI325X),
+#: (shared/data/vllm_h100_trainval). Every generation but Blackwell and Ampere is ASSUMED to reach Hopper's
+#: efficiencies: no calibration data here for ada (L40S), cdna3 (MI300X, MI325X),
 #: cdna4 (MI355X) or tpu (v5e, v6e, TPU7x; TPUs run XLA, not vLLM's CUDA kernels, so this is the
 #: weakest of the assumptions). Blackwell ('blackwell': B200, GB200 NVL72) is fitted on the B200
 #: points of shared/data/inferencex_trainval/ (benchmarks/fit_inferencex.py: GEMM and memory
@@ -323,10 +324,21 @@ BUILTIN_GPUS: dict[str, dict[str, object]] = {
 #: from Hopper, whose link_efficiency is 1: its fit had no such term); 'blackwell-ultra' (B300, GB300 NVL72) takes Blackwell's (assumed: same
 #: software, no measurements here). Hopper's widened_expert_efficiency (gpt-oss's MXFP4 experts
 #: dequantized to multiply in 16 bits) is fitted on the H100 gpt-oss points of the same set.
+#: Ampere (A100) is fitted by benchmarks/fit_ampere.py on DistServe's published vLLM profile of
+#: OPT-13B/66B on A100-80GB (TP 1-4) and scored on Splitwise's DGX-A100 measurements held out
+#: (Llama-2-70B TP 2/4/8, BLOOM-176B TP8: median |error| 8.7%, against 29% with Hopper's values):
+#: GEMM and memory efficiency, the step overhead and, with A100's allreduce_latency_us, the cost
+#: of tensor parallelism (the per-layer overhead went to its floor: at TP > 1 the all-reduces carry
+#: it; memory efficiency sits at its ceiling, 0.95). The data are of late-2023 software (vLLM
+#: 0.2-era), whose per-step costs the overheads keep; a current vLLM on A100 is likely faster.
 #: The names are kept distinct so that a fit for one does not silently apply to another.
 HOPPER_EFFICIENCY: dict[str, float] = dict(
     gemm_efficiency=0.459, memory_efficiency=0.742, attention_efficiency=0.800,
     overhead_s=0.000516, frontend_s=0.0195, layer_overhead_s=4.76e-6, widened_expert_efficiency=0.122,
+)
+AMPERE_EFFICIENCY: dict[str, float] = dict(
+    gemm_efficiency=0.541, memory_efficiency=0.95, attention_efficiency=0.800,
+    overhead_s=0.0099, frontend_s=0.0195, layer_overhead_s=1e-7,
 )
 BLACKWELL_EFFICIENCY: dict[str, float] = dict(
     gemm_efficiency=0.375, memory_efficiency=0.756, attention_efficiency=0.800,
@@ -334,7 +346,7 @@ BLACKWELL_EFFICIENCY: dict[str, float] = dict(
 )
 GENERATION_EFFICIENCY: dict[str, dict[str, float]] = {
     "hopper": HOPPER_EFFICIENCY,  # fitted (H100, vLLM v0.15.1)
-    "ampere": HOPPER_EFFICIENCY,  # assumed: Hopper's
+    "ampere": AMPERE_EFFICIENCY,  # fitted (A100, DistServe's vLLM profile; Splitwise's held out)
     "ada": HOPPER_EFFICIENCY,  # assumed: Hopper's
     "blackwell": BLACKWELL_EFFICIENCY,  # fitted (B200, vLLM 0.22-0.29, InferenceX points)
     "blackwell-ultra": BLACKWELL_EFFICIENCY,  # assumed: Blackwell's (no B300/GB300 measurements here)
@@ -343,7 +355,7 @@ GENERATION_EFFICIENCY: dict[str, dict[str, float]] = {
     "tpu": HOPPER_EFFICIENCY,  # assumed: Hopper's (different software stack: XLA)
 }
 #: Generations whose efficiencies were fitted to measurements (the rest are assumed).
-CALIBRATED_GENERATIONS = ("hopper", "blackwell")
+CALIBRATED_GENERATIONS = ("hopper", "blackwell", "ampere")
 
 
 def canonical_gpu_name(name: str, known: dict[str, object] | None = None) -> str | None:

@@ -26,7 +26,14 @@ from simulator.serving.replica import ServingResult, closed_loop_arrivals
 from simulator.serving.routing import AFFINITY_LOAD_FACTOR, ROUTINGS, affinity_ranking, route_keys
 from simulator.serving.speculative import SpeculativeDecoding
 from simulator.serving.vllm_engine import serve_vllm_loop
-from simulator.serving.vllm_layout import F_LOAD_S_PER_TOKEN, F_PRELOADED, F_SPEC_K, F_SPILL
+from simulator.serving.vllm_layout import (
+    F_LOAD_S_PER_TOKEN,
+    F_PREFILL_FIRST,
+    F_PRELOADED,
+    F_SPEC_K,
+    F_SPILL,
+    FEATURES,
+)
 
 DEFAULT_MAX_BATCHED_TOKENS = 8192
 
@@ -55,6 +62,7 @@ def simulate_vllm(
     host_kv: HostKvTier | None = None,
     kv_arrives: bool = False,
     rng: np.random.Generator | None = None,
+    prefill_first: bool = False,
 ) -> ServingResult:
     """Serve requests with vLLM V1 scheduling (module docstring).
 
@@ -86,6 +94,10 @@ def simulate_vllm(
         kv_arrives: each request arrives with its prompt's KV and first token (the decode side
             of a disaggregated deployment, :mod:`simulator.serving.disaggregated`); it only decodes,
             and its first token's time is its arrival.
+        prefill_first: vLLM V0's scheduler instead of V1's (no chunked prefill): an iteration
+            prefills the waiting prompts that fit, whole, while every decode waits, or else decodes
+            (:mod:`simulator.serving.vllm_engine`); ``max_num_batched_tokens`` must then hold every
+            request's prompt + output, as V0 requires it to hold ``max_model_len``.
 
     The result's ``cached_tokens`` holds the prompt tokens each request took from the prefix
     cache when first admitted, ``host_tokens`` those it loaded from the host tier, and
@@ -119,6 +131,9 @@ def simulate_vllm(
         raise ValueError("replicas, max_num_seqs, max_num_batched_tokens and block_size must be >= 1")
     if kv_arrives and (output < 2).any():
         raise ValueError("requests that arrive with their KV must owe at least one more token (output >= 2)")
+    if prefill_first and n and int((prompt + output).max()) > max_num_batched_tokens:
+        raise ValueError(f"prefill_first needs max_num_batched_tokens ({max_num_batched_tokens:,}) to hold every "
+                         f"request's prompt + output ({int((prompt + output).max()):,} tokens)")
     frontend = float(getattr(model, "frontend_s", 0.0) or 0.0) if frontend_s is None else float(frontend_s)
     if kv_capacity_tokens is None:
         kv_capacity_tokens = getattr(model, "kv_capacity_tokens", None)
@@ -151,8 +166,9 @@ def simulate_vllm(
     replica = np.zeros(n, dtype=np.int64)
     preempted = np.zeros(n, dtype=np.int64)
     cached = np.zeros(n, dtype=np.int64)
-    features = np.zeros(4)
+    features = np.zeros(FEATURES)
     features[F_PRELOADED] = 1.0 if kv_arrives else 0.0
+    features[F_PREFILL_FIRST] = 1.0 if prefill_first else 0.0
     accepted, draw_start, draft_params = np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(3)
     if speculative is not None:
         features[F_SPEC_K] = speculative.k

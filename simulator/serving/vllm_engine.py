@@ -29,6 +29,13 @@ the draft costs ``max d`` passes of ``draft_params`` over the speculating sequen
 first step after admission (its first decode when it arrives with its KV, or its first after a
 readmission) takes no drafts: a draft head needs the hidden state of a pass of the target.
 
+Prefill first (``features[F_PREFILL_FIRST]``, vLLM V0's scheduler, before chunked prefill): an
+iteration either prefills or decodes. While waiting requests fit (KV blocks for their prompt,
+fewer than ``max_num_seqs`` running, prompts whole within the budget), they are admitted and the
+iteration prefills only them, every running request's decode waiting; otherwise the running
+requests decode (step 1, with preemption). A prompt is never split: admission stops at the first
+that does not fit the budget left, and the budget must hold the longest prompt.
+
 A request that arrives with its KV (``features[F_PRELOADED]``: the decode side of a
 disaggregated deployment) has its prompt computed and its first token generated when first
 admitted, so it only decodes.
@@ -90,8 +97,10 @@ from simulator.serving.vllm_layout import (
     DRAFTS,
     EMITTED,
     F_LOAD_S_PER_TOKEN,
+    F_PREFILL_FIRST,
     F_PRELOADED,
     F_SPEC_K,
+    FEATURES,
     FTAIL,
     GENERATED,
     HOST_CAP,
@@ -154,7 +163,7 @@ def serve_vllm(arrival, prompt, output, key_start, key_count, keys, n_keys, para
     return serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys, params, max_seqs,
                            budget, total_blocks, block_size, caching, preempt, n_replicas, policy, route_key,
                            ranking, load_factor, admit, first, finish, replica_of, preemptions, cached, 0.0,
-                           np.zeros(4), np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(3), 0,
+                           np.zeros(FEATURES), np.zeros(1, dtype=np.int64), np.zeros(n, dtype=np.int64), np.zeros(3), 0,
                            np.zeros(n, dtype=np.int64), np.zeros((n, 2), dtype=np.int64))
 
 
@@ -178,6 +187,7 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
     inf = np.inf
     spec_k = int(features[F_SPEC_K])
     preloaded = features[F_PRELOADED] > 0
+    prefill_first = features[F_PREFILL_FIRST] > 0
     req = np.zeros((n, REQ_COLUMNS), dtype=np.int64)
     max_blocks = 1
     for i in range(n):
@@ -257,7 +267,7 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
                     continue
                 run[r, kept] = i
                 kept += 1
-                if room == 0 or stop >= 0:
+                if room == 0 or stop >= 0 or prefill_first:
                     continue
                 s = req[i, SLOT]
                 done = req[i, COMPUTED]
@@ -299,7 +309,7 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
             preempted[r] = stop >= 0 and schedule_running(r, stop, block_size, caching, spec_k, features, req,
                                                            rep, blocks, run, wq, slot_stack, table, n_blk, keymap,
                                                            keys, host, preemptions)
-            scheduled[r] = True
+            scheduled[r] = not prefill_first  # prefill first: step 3 decides between prefill and decode
         # 2. Arrivals now: route each to a replica's waiting queue.
         while i_next < pend and arrival[i_next] <= now:
             i = i_next
@@ -317,16 +327,23 @@ def serve_vllm_loop(arrival, prompt, output, key_start, key_count, keys, n_keys,
             if t_end[r] != inf or rep[r, N_RUN] + rep[r, W_LEN] == 0:
                 scheduled[r] = False
                 continue
-            if not scheduled[r]:  # idle until now
+            if not scheduled[r]:  # idle until now, or prefilling first
                 rep[r, LEFT] = budget
                 for c in range(PREFILL, LOADED + 1):
                     rep[r, c] = 0
-                preempted[r] = schedule_running(r, 0, block_size, caching, spec_k, features, req, rep, blocks,
-                                                 run, wq, slot_stack, table, n_blk, keymap, keys, host, preemptions)
+                if prefill_first and rep[r, W_LEN] > 0 and rep[r, N_RUN] < max_seqs:
+                    admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, True, req, rep, blocks,
+                                  run, wq, slot_stack, table, n_blk, keymap, keys, host, admit, cached, loaded)
+                preempted[r] = False
+                if rep[r, LEFT] == budget:
+                    preempted[r] = schedule_running(r, 0, block_size, caching, spec_k, features, req, rep, blocks,
+                                                     run, wq, slot_stack, table, n_blk, keymap, keys, host,
+                                                     preemptions)
             scheduled[r] = False
-            if not preempted[r] and rep[r, W_LEN] > 0 and rep[r, LEFT] > 0 and rep[r, N_RUN] < max_seqs:
-                admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req, rep, blocks, run, wq,
-                       slot_stack, table, n_blk, keymap, keys, host, admit, cached, loaded)
+            if (not prefill_first and not preempted[r] and rep[r, W_LEN] > 0 and rep[r, LEFT] > 0
+                    and rep[r, N_RUN] < max_seqs):
+                admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, False, req, rep, blocks, run,
+                              wq, slot_stack, table, n_blk, keymap, keys, host, admit, cached, loaded)
             if rep[r, LEFT] == budget:
                 continue  # nothing fits (cannot happen when every request fits the KV cache)
             dt = iteration_seconds(

@@ -25,4 +25,5 @@ KEY, REF, PREV, NEXT = range(4)  # blocks
 H_IN, H_PREV, H_NEXT = range(3)  # host
 
 # Entries of the engine's ``features`` vector.
-F_SPEC_K, F_PRELOADED, F_LOAD_S_PER_TOKEN, F_SPILL = range(4)
+F_SPEC_K, F_PRELOADED, F_LOAD_S_PER_TOKEN, F_SPILL, F_PREFILL_FIRST = range(5)
+FEATURES = 5

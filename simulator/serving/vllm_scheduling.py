@@ -99,9 +99,10 @@ def schedule_running(r, j, block_size, caching, spec_k, features, req, rep, bloc
 
 
 @njit(cache=True)
-def admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req, rep, blocks, run, wq, slot_stack,
-                  table, n_blk, keymap, keys, host, admit, cached, loaded):
-    """Admit waiting requests first come first served while they fit (module docstring, step 2)."""
+def admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, whole, req, rep, blocks, run, wq,
+                  slot_stack, table, n_blk, keymap, keys, host, admit, cached, loaded):
+    """Admit waiting requests first come first served while they fit (module docstring, step 2);
+    ``whole``: only while what a request has to compute fits the budget left (prefill first)."""
     while rep[r, W_LEN] > 0 and rep[r, LEFT] > 0 and rep[r, N_RUN] < max_seqs:
         i = wq[r, rep[r, W_HEAD]]
         known = req[i, PROMPT] + req[i, GENERATED]
@@ -126,6 +127,8 @@ def admit_waiting(r, now, max_seqs, block_size, caching, preempt, preloaded, req
         if spilled > 0:  # the rest of its spilled KV comes back from the host tier
             ready = max(spilled - hits * block_size, 0)
         done = (hits + from_host) * block_size + ready
+        if whole and known - done > rep[r, LEFT]:
+            break
         size = min(known - done, rep[r, LEFT])
         reserve = done + size if preempt else req[i, PROMPT] + req[i, OUTPUT]
         need = (reserve + block_size - 1) // block_size - hits
