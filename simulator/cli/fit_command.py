@@ -1,4 +1,4 @@
-"""``fleetcast fit-demand``: fit growth (and seasonality) to a traffic history, print the block."""
+"""``fleetcast fit-demand``: fit a forecast to a traffic history, say how far to trust it, print the block."""
 
 from __future__ import annotations
 
@@ -13,44 +13,52 @@ from simulator.cli.app import console, main
 @click.argument("history", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--start", help="Date the forecast starts (the horizon's start; default: the end of the history's "
               "last period).")
-def fit_demand(history: Path, start: str | None) -> None:
-    """Fit growth to HISTORY (CSV: date, rps or requests) and print the demand block it gives."""
+@click.option("--dayfirst/--monthfirst", default=None, help="How to read dates that are not ISO 8601 "
+              "(05/01/2026: 5 January with --dayfirst).")
+@click.option("--date-format", help="strftime pattern of the dates, e.g. %d/%m/%Y.")
+@click.option("--widen", type=click.FloatRange(0.1, 10), default=1.0, show_default=True,
+              help="Multiply the band's width in ln(rate).")
+@click.option("--no-change", is_flag=True, help="Do not look for a change of growth in the history.")
+@click.option("--backtest", is_flag=True, help="Hold out the last periods from 5 rolling origins, refit, and "
+              "report the coverage of the 50% and 90% bands and the error of the median.")
+@click.option("--holdout", type=click.IntRange(1, 1000), help="Periods held out per origin (default: 28 days, "
+              "8 weeks or 3 months).")
+def fit_demand(history: Path, start: str | None, dayfirst: bool | None, date_format: str | None, widen: float,
+               no_change: bool, backtest: bool, holdout: int | None) -> None:
+    """Fit a forecast to HISTORY (CSV: date, rps or requests) and print the demand block it gives."""
+    import pandas as pd
     import yaml
+    from pydantic import ValidationError
 
     from simulator.scenario import ScenarioError
-    from simulator.scenario.history import fit_history, read_history
+    from simulator.scenario.forecast_spec import HistorySpec
+    from simulator.scenario.forecasting.summary import summary_lines
+    from simulator.scenario.history_forecast import history_forecast
     from simulator.units import parse_timestamp
 
     try:
-        fit = fit_history(read_history(history))
+        order = None if dayfirst is None else "day_first" if dayfirst else "month_first"
+        spec = HistorySpec(file=str(history), date_order=order, date_format=date_format, widen=widen,
+                           change="off" if no_change else "detect")
+    except ValidationError as exc:
+        raise ScenarioError(("--date-format",), exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+    try:
+        fitted = history_forecast(spec, Path("."))
+        summary = fitted.summary(backtest=backtest, holdout=holdout)
     except ValueError as exc:
         raise ScenarioError(("history",), str(exc)) from None
-    # By default the forecast starts where the history's last period ends.
     try:
-        begins = parse_timestamp(start) if start else fit.next_start()
+        begins = parse_timestamp(start) if start else fitted.fit.origin
     except (ValueError, TypeError):
         raise ScenarioError(("--start",), f"{start!r} is not a date") from None
-    console.print(f"{fit.points} points, {fit.first:%Y-%m-%d} to {fit.last:%Y-%m-%d}: {fit.kind} growth", highlight=False)
-    if fit.kind == "exponential":
-        low, high = fit.rate_interval
-        console.print(f"  growth {fit.rate_per_month:.2%} a month ± {fit.rate_se:.2%} (standard error); "
-                      f"90% interval {low:.2%} to {high:.2%}", highlight=False)
-        console.print(f"  R² {fit.r_squared:.3f} on ln(rps), residual sd {fit.residual_sd:.3f}", highlight=False)
-    else:
-        console.print(f"  ceiling {fit.ceiling_rps:,.1f} req/s, rate {fit.rate_per_month:.2%} a month while far "
-                      f"from it; residual sd {fit.residual_sd:.3f} of ln(rps)", highlight=False)
-    for note in fit.notes:
-        console.print(f"  {note}", highlight=False)
-    block = fit.demand_block(begins)
-    try:
-        spread = fit.uncertain()
-    except ValueError as exc:
-        raise ScenarioError(("history",), str(exc)) from None
-    if spread is not None:
-        block["growth"]["rate_per_month"] = spread
-    rounded = yaml.safe_load(yaml.safe_dump(_round(block)))
+    for line in fitted.history.notes:
+        console.print(line, highlight=False, markup=False)
+    for line in summary_lines(summary):
+        console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+    block = fitted.demand_fields(begins, begins + pd.DateOffset(years=1))
+    rounded = yaml.safe_load(yaml.safe_dump(_round(block), sort_keys=False))
     console.print(f"demand block for a horizon starting {begins:%Y-%m-%d} (or give `history: {history.name}`):",
-                  highlight=False)
+                  highlight=False, markup=False)
     console.print(yaml.safe_dump({"demand": rounded}, sort_keys=False).rstrip(), highlight=False, markup=False)
 
 
@@ -59,4 +67,7 @@ def _round(value):
         return {key: _round(inner) for key, inner in value.items()}
     if isinstance(value, list):
         return [_round(inner) for inner in value]
-    return round(float(value), 6) if isinstance(value, float) or hasattr(value, "dtype") else value
+    if isinstance(value, float) or hasattr(value, "dtype"):
+        return float(f"{float(value):.6g}")
+    return value
+

@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from simulator.demand import sample_counts, volatility_factor
 from simulator.economics.assets import AssetLog
 from simulator.path.compiled import CompiledScenario
+from simulator.path.demand_draws import demand_factor, draw_demand
 from simulator.path.fleet import FleetState
 from simulator.path.fleet.autoscaler import autoscaler
 from simulator.path.fleet.changes import scheduled_change, start_changes
@@ -48,11 +48,9 @@ from simulator.path.kernels import (
 from simulator.path.markets import start_markets
 from simulator.path.outage_kernel import CH_DOWN, CH_OUTAGES, CH_POOL, CH_REPAIRS
 from simulator.path.streams import (
-    STREAM_DEMAND,
     STREAM_FAILURES,
     STREAM_ORDERS,
     STREAM_PREEMPTION,
-    STREAM_VOLATILITY,
     path_generator,
     stream_key,
 )
@@ -231,29 +229,6 @@ def _output_array(shape: tuple[int, ...]) -> np.ndarray:
         return np.zeros(shape)
     finally:
         toggle(previous)
-
-
-def draw_demand(plan: CompiledScenario, seed: int, path: int) -> np.ndarray:
-    """Requests per step for every model, from the path's demand streams.
-
-    A model with ``volatility`` has its expected counts scaled by its day-to-day factor (its
-    own stream) before the counting noise (the demand stream) is drawn around them.
-    """
-    demand = np.empty_like(plan.expected_demand)
-    for m, noise in enumerate(plan.noise):
-        expected = plan.expected_demand[:, m] * demand_factor(plan, m, seed, path)
-        rng = path_generator(seed, path, STREAM_DEMAND, plan.model_keys[m])
-        demand[:, m] = sample_counts(expected, noise, rng)
-    return demand
-
-
-def demand_factor(plan: CompiledScenario, model: int, seed: int, path: int) -> np.ndarray | float:
-    """The model's day-to-day volatility factor per step on this path (1 without volatility)."""
-    volatility = plan.demands[model].volatility
-    if volatility is None:
-        return 1.0
-    rng = path_generator(seed, path, STREAM_VOLATILITY, plan.model_keys[model])
-    return volatility_factor(volatility, plan.horizon, rng)
 
 
 def _no_training(plan: CompiledScenario) -> tuple[np.ndarray, np.ndarray]:

@@ -23,6 +23,7 @@ STREAM_VOLATILITY = 6  # day-to-day demand factor, keyed by the model's name
 STREAM_SERVICE = 7  # repair times of GPUs taken out of service, keyed by the pool's name
 STREAM_CONTRACTS = 8  # contract renewals, defaults and pipeline arrivals, keyed by the contract's name
 STREAM_MARKETS = 9  # rental rate paths, keyed by the pool's name
+STREAM_FORECAST = 10  # a fitted demand forecast's path, keyed by the model's name
 
 
 def stream_key(name: str) -> int:

@@ -39,6 +39,7 @@ from simulator.report.statements import (
 from simulator.report.tables import (
     assumptions_table,
     comparison_table,
+    forecast_table,
     headline_table,
     key_findings,
     years_table,
@@ -130,6 +131,7 @@ def _page(run: RunData) -> tuple[str, dict[str, Chart]]:
         "model_latency": model_latency_table(run.summary),
         "unit_economics": unit_economics_table(run.unit_economics, run.summary),
         "comparison": comparison_table(run.comparison) if run.comparison is not None else None,
+        "forecast": forecast_table(run.scenario),
         "assumptions": assumptions_table(run.scenario),
         **plan_tables(run.plan),
     }

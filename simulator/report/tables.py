@@ -104,6 +104,19 @@ def _is_timestamp(text: str) -> bool:
     return len(text) >= 10 and text[4:5] == "-" and text[7:8] == "-" and text[:4].isdigit()
 
 
+def forecast_table(scenario: dict[str, Any]) -> dict[str, Any] | None:
+    """Each demand forecast fitted from a history: the model chosen, its growth, the change found,
+    its bands and its backtest (the lines ``fleetcast fit-demand`` prints), one row each."""
+    rows = []
+    for model in scenario.get("models", []):
+        forecast = (model.get("demand") or {}).get("forecast")
+        if not forecast:
+            continue
+        for line in forecast.get("notes") or [f"{forecast.get('model', 'ETS')} (written in the scenario)"]:
+            rows.append([_cell(model.get("name")), _cell(line)])
+    return _table(["Model", "Forecast fitted to its history"], rows) if rows else None
+
+
 def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
     """What the run assumed, one row per setting that shapes the answer most."""
     rows: list[list[dict[str, Any]]] = []

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from simulator.scenario.csvrows import CsvProblem, csv_field_check, read_rows, row_problem
+from simulator.scenario.forecast_spec import DemandForecast, HistorySpec
 from simulator.scenario.training import LaunchAfter
 from simulator.scenario.types import Fraction, Frozen, NonNegative, Positive, When
 
@@ -195,10 +196,12 @@ class Demand(Frozen):
         default=None, description="Launch: no demand before this date, or until a training job is done"
     )
     growth: Growth = Field(default_factory=ConstantGrowth)
-    history: str | None = Field(
+    history: str | HistorySpec | None = Field(
         default=None,
-        description="CSV of past traffic (date, rps or requests): base_rps, growth (uncertain) and seasonality "
-        "are fitted from it when the scenario loads")
+        description="CSV of past traffic (date, rps or requests), or a block with its file and how to read and "
+        "fit it: base_rps, growth, seasonality and forecast are fitted from it when the scenario loads")
+    forecast: DemandForecast | None = Field(
+        default=None, description="A fitted forecast model: each path draws its own demand path from it")
     seasonality: Seasonality = Field(default_factory=Seasonality)
     volatility: Volatility | None = Field(
         default=None, description="Day-to-day multiplicative swings (default off); applies with noise: none too"
@@ -219,4 +222,7 @@ class Demand(Frozen):
             raise ValueError("'base_rps' is not used with piecewise growth; the points give the rates")
         if not piecewise and self.base_rps is None:
             raise ValueError("'base_rps' is required (requests per second at the start)")
+        if self.forecast is not None and self.volatility is not None:
+            raise ValueError("'volatility' and 'forecast' both draw day-to-day swings; the forecast carries the "
+                             "history's own, so drop volatility (or widen the forecast)")
         return self

@@ -5,9 +5,10 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from simulator.demand import sample_counts, volatility_factor
+from simulator.demand import sample_counts
 from simulator.path.compiled import launch_arrays
-from simulator.path.streams import STREAM_DEMAND, STREAM_TRAINING, STREAM_VOLATILITY
+from simulator.path.demand_draws import path_demand_factor
+from simulator.path.streams import STREAM_DEMAND, STREAM_TRAINING
 from simulator.path.training.policies import POLICIES
 from simulator.path.training.scheduler import Cluster, PoolScheduler, TrainingLog
 from simulator.path.training.sources import make_jobs, stream_jobs, submitter
@@ -22,12 +23,10 @@ def path_jobs(plan, generator) -> list:
 
 
 def launch_inputs(plan, generator) -> dict:
-    """Per job a launch waits for: ``(model, delay s, volatility factor, demand generator)``."""
+    """Per job a launch waits for: ``(model, delay s, demand factor, demand generator)``."""
     out: dict = {}
     for model, job_name, delay in plan.launches:
-        volatility = plan.demands[model].volatility
-        factor = 1.0 if volatility is None else volatility_factor(
-            volatility, plan.horizon, generator(STREAM_VOLATILITY, plan.model_keys[model]))
+        factor = path_demand_factor(plan, model, generator)
         out.setdefault(job_name, []).append((model, delay, factor, generator(STREAM_DEMAND, plan.model_keys[model])))
     return out
 
@@ -35,7 +34,7 @@ def launch_inputs(plan, generator) -> dict:
 def launch_demand(clock, plan, model: int, factor, rng: np.random.Generator) -> None:
     """The launch of ``model`` now: its demand, subscribers and fixed revenue from the next step on.
 
-    ``factor`` is the model's day-to-day volatility factor per step (or 1), as in ``draw_demand``.
+    ``factor`` is the model's demand factor per step (or 1), as in ``draw_demand``.
     """
     clock.advance()
     expected, subscribers, revenue = launch_arrays(plan, model, clock.env.now)
