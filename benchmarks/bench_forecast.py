@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/bench_forecast.py [--seeds 200] [--workers 2] [--json PATH]
 
 Each case draws ``--seeds`` histories from a process whose future is known, fits the forecast
-(:mod:`simulator.scenario.forecasting.fit`) and scores it against the truth:
+as a scenario does (:func:`simulator.scenario.forecasting.fit.fit_forecast`: the form by AICc and
+the change of growth looked for) and scores it against the truth:
 
 * ``weekly``: a year of daily rates, 12% compound growth a month, a weekday cycle (Monday +5% …
   Sunday −16% in ln), lognormal day noise (σ 0.05). Scored: the 50% and 90% bands of 400 drawn
@@ -42,7 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from simulator.scenario.forecasting.backtest import backtest  # noqa: E402
-from simulator.scenario.forecasting.fit import fit_forecast, fit_series  # noqa: E402
+from simulator.scenario.forecasting.fit import fit_forecast  # noqa: E402
 from simulator.scenario.forecasting.model import simulate_ln_rates  # noqa: E402
 from simulator.units import SECONDS_PER_DAY  # noqa: E402
 
@@ -107,7 +108,7 @@ def score_case(args: tuple[int, str]) -> dict:
     if kind == "slowing":
         return score_slowing(seed)
     history, future = daily_history(seed, kind)
-    fit = fit_series(history, "day", SECONDS_PER_DAY, history.index[-1] + pd.Timedelta(days=1))
+    fit = fit_forecast(history, history.index, "daily", pd.Timedelta(days=1))  # the whole procedure
     draws = simulate_ln_rates(fit, len(future), PATHS, np.random.default_rng([seed, 7]))
     q05, q25, q75, q95 = np.percentile(draws, [5, 25, 75, 95], axis=0)
     out = {"seed": seed, "form": fit.label,
@@ -115,8 +116,9 @@ def score_case(args: tuple[int, str]) -> dict:
            "in90": float(((future >= q05) & (future <= q95)).mean()),
            "growth_in_interval": bool(fit.growth_interval[0] <= 0.12 <= fit.growth_interval[1])
            if kind != "slowing" else None,
-           "weekly_error": float(np.max(np.abs(np.asarray(fit.weekly) / np.exp(WEEK - WEEK.mean()) - 1)))
-           if fit.weekly else None}
+           "weekly_error": float(np.max(np.abs(np.asarray(fit.weekly) / (np.exp(WEEK) / np.exp(WEEK).mean()) - 1)))
+           if fit.weekly else None,
+           "change_found": bool(fit.change is not None and fit.change.found)}
     if kind != "slowing":
         check = backtest(history, "day", SECONDS_PER_DAY, fit.label, holdout=28, origins=5, paths=PATHS, seed=seed)
         out["backtest50"], out["backtest90"] = check.coverage50, check.coverage90
@@ -134,6 +136,7 @@ def summarise(rows: list[dict]) -> dict:
 
     forms = pd.Series([r["form"] for r in rows]).value_counts().to_dict()
     return {"seeds": len(rows), "coverage50": mean("in50"), "coverage90": mean("in90"),
+            "change_found": mean("change_found"),
             "growth_interval_hits": mean("growth_in_interval"), "weekly_max_error_mean": mean("weekly_error"),
             "backtest50": mean("backtest50"), "backtest90": mean("backtest90"), "forms": forms}
 
@@ -175,7 +178,8 @@ def main() -> None:
                 continue
             print(f"{kind}: {s['seeds']} seeds; 50% band {s['coverage50']:.1%}, 90% band {s['coverage90']:.1%}; "
                   f"backtest 50% {s['backtest50'] or float('nan'):.1%}, 90% {s['backtest90'] or float('nan'):.1%}; "
-                  f"growth interval holds 12% in {s['growth_interval_hits'] or float('nan'):.1%}; forms {s['forms']}")
+                  f"growth interval holds 12% in {s['growth_interval_hits'] or float('nan'):.1%}; a change found (wrongly) in "
+                  f"{s['change_found']:.1%}; forms {s['forms']}")
     results["hourly_year"] = timing = hourly_year_timing()
     print(f"a year of hourly rates ({timing['rows']:,} rows): fitted in {timing['fit_s']:.1f} s, with its backtest "
           f"{timing['fit_and_backtest_s']:.1f} s ({timing['form']})")

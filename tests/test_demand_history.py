@@ -76,7 +76,11 @@ def test_requests_per_period_are_a_mean_rate_at_the_periods_middle(tmp_path):
     rates = read_history(path)
     seconds = (index[1:] - index[:-1]).total_seconds().to_numpy()
     np.testing.assert_allclose(rates.to_numpy(), requests / seconds, rtol=1e-12)
-    assert _forecast(path, change="off").growth_per_month == pytest.approx(0.15, abs=0.01)
+    fitted = _forecast(path, change="off")
+    assert fitted.growth_per_month == pytest.approx(0.15, abs=0.01)
+    # The rate at the history's end (2026-01-01) is 40 x 1.15^12: December's mean rate sits at its
+    # middle, half a month of growth before it.
+    assert math.exp(fitted.ln_rate(pd.Timestamp("2026-01-01"))) == pytest.approx(40 * 1.15**months[-1], rel=0.01)
 
 
 def test_a_scenario_with_history_forecasts_from_the_fit(tmp_path):

@@ -121,3 +121,36 @@ def test_with_dayfirst_the_founders_growth_is_the_true_one(tmp_path):
     fitted = history_forecast(HistorySpec(file=str(path), date_order="day_first", change="off"), tmp_path)
     assert fitted.growth_per_month == pytest.approx(RATE, abs=0.002)
     assert math.isfinite(fitted.trend_sd)
+
+
+def test_edge_cases_of_dates_and_cadence(tmp_path):
+    """Month-end dates are monthly; a byte-order mark, two-digit years, basic ISO dates and ISO
+    offsets across a clock change read right; a stray date in a daily history, a date off the
+    month's day and a row read the other way round under date_order are refused with their line."""
+    def write(name, rows, encoding="utf-8"):
+        path = tmp_path / name
+        path.write_text("date,rps\n" + "".join(f"{d},{10 + k}\n" for k, d in enumerate(rows)), encoding=encoding)
+        return path
+
+    ends = write("ends.csv", [f"{d:%Y-%m-%d}" for d in pd.date_range("2025-01-31", periods=12, freq="ME")])
+    assert load_history(ends).cadence == "monthly"
+    days = pd.date_range("2025-01-02", periods=20)
+    assert load_history(write("bom.csv", [f"{d:%Y-%m-%d}" for d in days], "utf-8-sig")).cadence == "daily"
+    assert load_history(write("yy.csv", [f"{d:%d/%m/%y}" for d in days])).starts[0] == pd.Timestamp("2025-01-02")
+    assert load_history(write("basic.csv", [f"{d:%Y%m%d}" for d in days])).starts[-1] == pd.Timestamp("2025-01-21")
+    clock = [f"{d:%Y-%m-%dT%H:%M}+0{1 if d < pd.Timestamp('2025-03-30') else 2}:00"
+             for d in pd.date_range("2025-03-20T12:00", periods=20)]
+    history = load_history(write("tz.csv", clock))
+    assert history.cadence == "daily" and history.starts[0] == pd.Timestamp("2025-03-20T11:00")
+    stray = [f"{d:%Y-%m-%d}" for d in days]
+    stray.insert(5, "2025-01-06T12:00")
+    with pytest.raises(ValueError, match=r"line 7: 2025-01-06 12:00:00 is only 12 hours after line 6, in a daily"):
+        load_history(write("stray.csv", stray))
+    months = [f"{d:%Y-%m-%d}" for d in pd.date_range("2025-01-01", periods=12, freq="MS")]
+    months.insert(3, "2025-03-15")
+    with pytest.raises(ValueError, match=r"line 5: 2025-03-15 is not on day 1 of its month"):
+        load_history(write("month.csv", months))
+    mixed = [f"{d:%d/%m/%Y}" for d in pd.date_range("2025-01-10", periods=3)] + ["01/13/2025"]
+    mixed += [f"{d:%d/%m/%Y}" for d in pd.date_range("2025-01-14", periods=5)]
+    with pytest.raises(ValueError, match=r"line 5: '01/13/2025' is not a date day-first"):
+        load_history(write("mixed.csv", mixed), DateReading(dayfirst=True))

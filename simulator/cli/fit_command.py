@@ -57,8 +57,12 @@ def fit_demand(history: Path, start: str | None, dayfirst: bool | None, date_for
         console.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     block = fitted.demand_fields(begins, begins + pd.DateOffset(years=1))
     rounded = yaml.safe_load(yaml.safe_dump(_round(block), sort_keys=False))
-    console.print(f"demand block for a horizon starting {begins:%Y-%m-%d} (or give `history: {history.name}`):",
-                  highlight=False, markup=False)
+    reading = {key: value for key, value in (("date_order", spec.date_order), ("date_format", spec.date_format))
+               if value is not None}
+    given = (f"history: {{file: {history}, " + ", ".join(f"{k}: {v}" for k, v in reading.items()) + "}"
+             if reading else f"history: {history}")
+    console.print(f"demand block for a horizon starting {begins:%Y-%m-%d} (or give `{given}`, the path relative to "
+                  "the scenario):", highlight=False, markup=False, soft_wrap=True)
     console.print(yaml.safe_dump({"demand": rounded}, sort_keys=False).rstrip(), highlight=False, markup=False)
 
 

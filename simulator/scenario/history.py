@@ -51,10 +51,16 @@ def expand_histories(data: dict[str, Any], base_dir: Path) -> None:
         raw = {"file": raw} if isinstance(raw, str) else raw
         regime = raw.get("regime") if isinstance(raw, dict) else None
         uncertain_regime = isinstance(regime, dict) and any(isinstance(v, dict) for v in regime.values())
-        try:  # a regime with distributions goes on as written: drawn per path like any uncertain input
-            spec = HistorySpec.model_validate({**raw, "regime": None} if uncertain_regime else raw)
-        except ValidationError:
-            continue  # the schema names the field and its line when the scenario is validated
+        checked = raw
+        if uncertain_regime:  # its distributions go on as written, drawn per path like any uncertain input;
+            placeholder = {"after_months": 1.0, "rate_per_month": 0.0, "probability": 0.5}  # the rest is checked here
+            checked = {**raw, "regime": {key: placeholder.get(key, value) if isinstance(value, dict) else value
+                                         for key, value in regime.items()}}
+        try:
+            spec = HistorySpec.model_validate(checked)
+        except ValidationError:  # the schema names the field and its line when the scenario is validated
+            demand["history"] = checked
+            continue
         try:
             fitted = history_forecast(spec, base_dir)
             start = _forecast_start(horizon.get("start"), demand.get("start"))
@@ -63,7 +69,7 @@ def expand_histories(data: dict[str, Any], base_dir: Path) -> None:
         except ValueError as exc:
             raise ScenarioError(loc, str(exc)) from None
         if uncertain_regime:
-            block["forecast"]["regime"] = regime
+            block["forecast"]["regime"] = {**spec.regime.model_dump(), **regime}
         block["forecast"]["notes"] = [f"{spec.file}: {fitted.history.notes[0]}", *fitted.history.notes[1:],
                                       *summary_lines(summary)]
         if "seasonality" in demand:

@@ -29,11 +29,10 @@ import pandas as pd
 
 from simulator.scenario.forecast_spec import HistorySpec
 from simulator.scenario.forecasting.backtest import backtest as run_backtest
-from simulator.scenario.forecasting.fit import ForecastFit, fit_forecast
+from simulator.scenario.forecasting.fit import ForecastFit, fit_forecast, with_prior
 from simulator.scenario.forecasting.model import damped_sum
 from simulator.scenario.forecasting.summary import forecast_summary
 from simulator.scenario.history_read import DateReading, History, load_history
-from simulator.units import SECONDS_PER_MONTH
 
 
 @dataclass
@@ -47,8 +46,10 @@ class HistoryForecast:
     trend_sd: float
 
     def ln_rate(self, when: pd.Timestamp) -> float:
-        """The point forecast's deseasonalised ln rate at ``when``."""
-        h = (when - self.fit.origin).total_seconds() / self.fit.period_s
+        """The point forecast's deseasonalised ln rate at the instant ``when``: a period's forecast
+        is its mean rate, the rate at its middle, so the instant ``u`` periods after the origin
+        reads the forecast of "period" ``u + ½``."""
+        h = (when - self.fit.origin).total_seconds() / self.fit.period_s + 0.5
         if self.fit.phi < 1.0:
             h = max(h, 0.0)
         return self.fit.level + float(damped_sum(self.fit.phi, np.array(h))) * self.trend
@@ -67,9 +68,11 @@ class HistoryForecast:
         backtest of its form (:func:`~simulator.scenario.forecasting.backtest.backtest`) when asked."""
         checked, skipped = None, None
         if backtest:
-            fit = self.fit
+            fit, spec = self.fit, self.spec
+            prior = (spec.growth_prior.rate_per_month, spec.growth_prior.sd) if spec.growth_prior else None
             try:
-                checked = run_backtest(fit.series, fit.period, fit.period_s, fit.label, holdout=holdout)
+                checked = run_backtest(fit.series, fit.period, fit.period_s, fit.label, holdout=holdout,
+                                       detect_change=spec.change == "detect", prior=prior, widen=spec.widen)
             except ValueError as exc:  # too short a history to hold any of it out
                 skipped = str(exc)
         summary = forecast_summary(self.fit, self.trend, self.trend_sd, self.spec.widen, checked)
@@ -105,11 +108,6 @@ def history_forecast(spec: HistorySpec, base_dir: Path) -> HistoryForecast:
                        detect_change=spec.change == "detect")
     trend, trend_sd = fit.trend, fit.trend_sd
     if spec.growth_prior is not None:
-        per_month = SECONDS_PER_MONTH / fit.period_s
-        g, s = trend * per_month, max(trend_sd * per_month, 1e-12)
-        m0 = math.log1p(spec.growth_prior.rate_per_month)
-        v0 = (spec.growth_prior.sd / (1.0 + spec.growth_prior.rate_per_month)) ** 2
-        precision = 1.0 / s**2 + 1.0 / v0
-        trend = (g / s**2 + m0 / v0) / precision / per_month
-        trend_sd = precision**-0.5 / per_month
+        trend, trend_sd = with_prior(trend, trend_sd, fit.period_s, spec.growth_prior.rate_per_month,
+                                     spec.growth_prior.sd)
     return HistoryForecast(history, fit, spec, trend, trend_sd)

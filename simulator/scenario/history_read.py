@@ -13,9 +13,11 @@ column at once, never row by row:
   silently change the growth.
 
 The cadence is the most common spacing between dates: hourly, daily, weekly or monthly (dates at
-midnight on the same day of each month), or "every N minutes/hours/days". A missing period (a spacing of more
-than one and a half times the cadence, or a skipped month) is refused with the lines either
-side of it, as are repeated dates and values that are not positive numbers.
+midnight on the same day of each month, or on each month's last day), or "every N
+minutes/hours/days". A missing period (a spacing of more than one and a half times the cadence,
+or a skipped month), a date off the cadence (closer to the one before than 0.9 of the cadence, or
+off the month's day), a repeated date and a value that is not a positive number are refused with
+their line.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import pandas as pd
 
 from simulator.scenario.csvrows import read_bounded_text
 
-_ISO = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$")
+_ISO = re.compile(r"^(\d{8}|\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?)$")
 CADENCES = {"hourly": pd.Timedelta(hours=1), "daily": pd.Timedelta(days=1), "weekly": pd.Timedelta(days=7)}
 
 
@@ -69,7 +71,7 @@ def load_history(path: Path, reading: DateReading | None = None) -> History:
     """Read ``path`` (module docstring); ValueError with the line for anything wrong in it."""
     reading = reading or DateReading()
     try:
-        rows = list(csv.reader(io.StringIO(read_bounded_text(path, "utf-8"))))
+        rows = list(csv.reader(io.StringIO(read_bounded_text(path, "utf-8-sig"))))
     except OSError as exc:
         raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
@@ -122,18 +124,22 @@ def _read_dates(path: Path, texts: list[str], lines: list[int], reading: DateRea
     column = pd.Series(texts)
     if reading.format is not None:
         return _strict(path, column, lines, dict(format=reading.format), f"the format {reading.format!r}")
-    if _ISO.match(texts[0]):  # ISO from the first row: every row must be
-        return _strict(path, column, lines, dict(format="ISO8601"), "ISO 8601")
+    if _ISO.match(texts[0]):  # ISO from the first row: every row must be (offsets taken to UTC)
+        return _strict(path, column, lines, dict(format="ISO8601", utc=True), "ISO 8601")
     if reading.dayfirst is not None:
-        return _strict(path, column, lines, dict(dayfirst=reading.dayfirst, format="mixed"),
-                       "day-first" if reading.dayfirst else "month-first")
+        how = "day-first" if reading.dayfirst else "month-first"
+        dates = _strict(path, column, lines, dict(dayfirst=reading.dayfirst, format="mixed"), how)
+        k = _inconsistent(texts, dates, reading.dayfirst)
+        if k is not None:
+            raise ValueError(f"{path} line {lines[k]}: {texts[k]!r} is not a date {how} (read the other way round)")
+        return dates
     readings = {}
     for dayfirst in (False, True):
         try:
             readings[dayfirst] = _strict(path, column, lines, dict(dayfirst=dayfirst, format="mixed"), "")
         except ValueError:
             continue
-        if not _consistent(texts, readings[dayfirst], dayfirst):
+        if _inconsistent(texts, readings[dayfirst], dayfirst) is not None:
             del readings[dayfirst]
     if not readings:
         raise ValueError(f"{path}: the dates (e.g. {texts[0]!r} on line {lines[0]}) are neither ISO 8601 "
@@ -163,27 +169,26 @@ def _strict(path: Path, column: pd.Series, lines: list[int], options: dict, how:
     return pd.DatetimeIndex(parsed)
 
 
-def _consistent(texts: list[str], dates: pd.DatetimeIndex, dayfirst: bool) -> bool:
-    """Whether every date was read in the same day/month order (pandas' "mixed" reading falls
-    back to the other order for a day above 12 rather than failing)."""
-    for text, date in zip(texts, dates, strict=True):
+def _inconsistent(texts: list[str], dates: pd.DatetimeIndex, dayfirst: bool) -> int | None:
+    """The first row not read in the asked day/month order (pandas' "mixed" reading falls back to
+    the other order for a day above 12 rather than failing), or None."""
+    for k, (text, date) in enumerate(zip(texts, dates, strict=True)):
         numbers = [int(n) for n in re.findall(r"\d+", text)[:3]]
-        if len(numbers) < 3 or date.year not in numbers:
+        if len(numbers) < 3:
             continue
-        if numbers[0] == date.year:  # year first: Y/M/D throughout
+        if numbers[0] in (date.year, date.year % 100) and numbers[0] > 31:  # year first: Y/M/D throughout
             continue
         first, second = numbers[0], numbers[1]
         day, month = (first, second) if dayfirst else (second, first)
         if (date.day, date.month) != (day, month):
-            return False
-    return True
+            return k
+    return None
 
 
 def _cadence(dates: pd.DatetimeIndex) -> tuple[str, pd.Timedelta]:
     steps = pd.Series(dates[1:] - dates[:-1])
     common = steps.mode().iloc[0]
-    same_day = all(d == d.normalize() and d.day == dates[0].day for d in dates) and dates[0].day <= 28
-    if same_day and pd.Timedelta(days=28) <= common <= pd.Timedelta(days=31):
+    if pd.Timedelta(days=28) <= common <= pd.Timedelta(days=31) and all(d == d.normalize() for d in dates):
         return "monthly", pd.Timedelta(days=365.25 / 12)
     for name, length in CADENCES.items():
         if common == length:
@@ -200,12 +205,25 @@ def _say(delta: pd.Timedelta) -> str:
 
 
 def _check_gaps(path: Path, dates: pd.DatetimeIndex, lines: np.ndarray, cadence: str, spacing: pd.Timedelta) -> None:
-    """Refuse a missing period, naming the lines either side of it."""
+    """Refuse a missing period or a date off the cadence, naming the lines either side of it."""
     if cadence == "monthly":
+        month_ends = all(d.is_month_end for d in dates)
+        for k in range(len(dates)):  # every date on the first one's day of the month (or every one a month's end)
+            on_day = dates[k].is_month_end if month_ends else dates[k].day == dates[0].day
+            if not on_day:
+                said = "the end of its month" if month_ends else f"day {dates[0].day} of its month"
+                raise ValueError(f"{path} line {lines[k]}: {dates[k]:%Y-%m-%d} is not on {said} like the history's "
+                                 "other dates (one row per month)")
         months = dates.year * 12 + dates.month
         jumps = np.flatnonzero(np.diff(months) > 1)
     else:
-        jumps = np.flatnonzero((dates[1:] - dates[:-1]) > 1.5 * spacing)
+        gaps = (dates[1:] - dates[:-1]).to_numpy()
+        short = np.flatnonzero(gaps < 0.9 * spacing.to_timedelta64())  # 0.9: a 23-hour day across a clock change
+        if short.size:
+            k = int(short[0])
+            raise ValueError(f"{path} line {lines[k + 1]}: {dates[k + 1]} is only {_say(dates[k + 1] - dates[k])} "
+                             f"after line {lines[k]}, in a {cadence} history (one row per period)")
+        jumps = np.flatnonzero(gaps > 1.5 * spacing.to_timedelta64())
     if jumps.size:
         k = int(jumps[0])
         missing = (f"{(dates[k] + pd.DateOffset(months=1)):%Y-%m}" if cadence == "monthly"

@@ -61,7 +61,7 @@ class ForecastFit:
     gamma: float
     phi: float  # 1 without damping
     sigma: float  # of the one-period log error
-    level: float  # ln rate at the origin (deseasonalised)
+    level: float  # ln mean rate of the last period, its weekday multiplier taken out (they average 1)
     trend: float  # ln growth per period at the origin (0 without a trend)
     seasonal: list[float]  # the next ``len`` seasonal states, first one for the first period
     trend_sd: float  # standard error of the trend per period (the regression's)
@@ -71,6 +71,7 @@ class ForecastFit:
     candidates: list[tuple[str, float]]  # (label, AICc), best first
     change: GrowthChange | None = None  # the change of growth looked for in the history
     series: pd.Series | None = None  # the mean rate per period of the whole history (what a backtest holds out)
+    bic: float = float("nan")  # of the ETS fit on ln rates (−2 log L + p ln n)
     hourly: list[float] | None = None  # intraday shape (hourly data)
     weekly: list[float] | None = None  # Monday-first weekday multipliers (the season)
     notes: list[str] = field(default_factory=list)
@@ -100,7 +101,7 @@ class ForecastFit:
         return math.expm1(self.trend * self.periods_per_month)
 
     def point(self, periods: np.ndarray) -> np.ndarray:
-        """The point forecast's deseasonalised ln rate ``h`` periods after the origin (h >= 1)."""
+        """The point forecast's deseasonalised ln mean rate of period ``h`` after the origin (h >= 1)."""
         h = np.asarray(periods, dtype=np.float64)
         return self.level + damped_sum(self.phi, h) * self.trend
 
@@ -130,22 +131,30 @@ def modelling_series(rps: pd.Series, starts: pd.DatetimeIndex, cadence: str,
 
 def fit_forecast(rps: pd.Series, starts: pd.DatetimeIndex, cadence: str, spacing: pd.Timedelta,
                  detect_change: bool = True) -> ForecastFit:
-    """Fit the forecast to a history read (module docstring); ValueError when it is too short.
-
-    With ``detect_change``, a change of growth found in the history
-    (:func:`~simulator.scenario.forecasting.change.find_change`) starts the history the model is fitted
-    on, when at least :data:`MIN_POINTS` periods follow it: the forecast grows as the history
-    does since the change.
-    """
+    """Fit the forecast to a history read (module docstring); ValueError when it is too short."""
     series, period, period_s, origin, hourly = modelling_series(rps, starts, cadence, spacing)
+    fit = fit_periods(series, period, period_s, origin, detect_change)
+    fit.hourly = hourly
+    return fit
+
+
+def fit_periods(series: pd.Series, period: str, period_s: float, origin: pd.Timestamp, detect_change: bool = True,
+                form: str | None = None) -> ForecastFit:
+    """Fit the mean rate per period (indexed by period start), the whole procedure: the form by
+    AICc (or ``form``), then, with ``detect_change``, a change of growth found in the history
+    (:func:`~simulator.scenario.forecasting.change.find_change`, against this fit too) starts the
+    history the model is fitted on when at least :data:`MIN_POINTS` periods follow it, and the
+    trend ahead is the broken line's after the change."""
+    whole = fit_series(series, period, period_s, origin, form)
     change = None
-    if detect_change and len(series) >= MIN_POINTS:
-        change = find_change(series, WEEK if period == "day" and len(series) >= SEASON_MIN_POINTS else 0)
+    if detect_change:
+        season = WEEK if period == "day" and len(series) >= SEASON_MIN_POINTS else 0
+        change = find_change(series, season, rival_bic=whole.bic)
     since = series
     if change is not None and change.found and len(series) - change.index >= MIN_POINTS:
         since = series.iloc[change.index:]
-    fit = fit_series(since, period, period_s, origin)
-    fit.hourly, fit.change, fit.series = hourly, change, series
+    fit = whole if len(since) == len(series) else fit_series(since, period, period_s, origin, form)
+    fit.change, fit.series = change, series
     if len(since) < len(series):
         # The trend ahead is the broken line's: fitted on the whole history, the date's
         # uncertainty in its spread (a line fitted since the date alone understates both).
@@ -158,6 +167,16 @@ def fit_forecast(rps: pd.Series, starts: pd.DatetimeIndex, cadence: str, spacing
                          f"to {change.interval[1]:%Y-%m-%d}, probability {change.probability:.0%}): fitted on the "
                          f"{len(since)} {period}s since")
     return fit
+
+
+def with_prior(trend: float, trend_sd: float, period_s: float, rate_per_month: float, sd: float) -> tuple[float, float]:
+    """The trend and its standard error (per period) combined with a prior on the monthly growth,
+    by precision on the log scale (README): ``m0 = ln(1 + g0)``, ``v0 = (s0 / (1 + g0))²``."""
+    per_month = SECONDS_PER_MONTH / period_s
+    g, s = trend * per_month, max(trend_sd * per_month, 1e-12)
+    m0, v0 = math.log1p(rate_per_month), (sd / (1.0 + rate_per_month)) ** 2
+    precision = 1.0 / s**2 + 1.0 / v0
+    return (g / s**2 + m0 / v0) / precision / per_month, precision**-0.5 / per_month
 
 
 def fit_series(series: pd.Series, period: str, period_s: float, origin: pd.Timestamp,
@@ -173,14 +192,19 @@ def fit_series(series: pd.Series, period: str, period_s: float, origin: pd.Times
     trend = float(states["trend"].iloc[-1]) if "trend" in states else 0.0
     seasonal = []
     weekly = None
+    level = float(states["level"].iloc[-1])
     if results.model.seasonal is not None:
         last = states["seasonal"].iloc[-season:].to_numpy()
+        # ETS's season and level trade a constant; move it into the level so that the weekday
+        # multipliers e^s average 1, as a scenario's profile does: level + s is unchanged.
+        shift = math.log(float(np.mean(np.exp(last))))
+        level += shift
+        last = last - shift
         seasonal = [float(v) for v in last]  # s_{T-m+1} … s_T: the state for period T+h is seasonal[(h-1) % m]
         days = series.index[-season:].day_of_week
-        multipliers = np.exp(last - last.mean())
         weekly = [0.0] * WEEK
-        for weekday, value in zip(days, multipliers, strict=True):
-            weekly[weekday] = round(float(value), 4)
+        for weekday, value in zip(days, np.exp(last), strict=True):
+            weekly[weekday] = round(float(value), 6)
     slope, slope_se = trend_regression(y, series.index, season if seasonal else 0)
     trend_sd = _trend_sd(results, y, season if seasonal else 0, slope_se)
     per_month = SECONDS_PER_MONTH / period_s
@@ -192,9 +216,9 @@ def fit_series(series: pd.Series, period: str, period_s: float, origin: pd.Times
         alpha=float(results.smoothing_level), beta=float(getattr(results, "smoothing_trend", 0.0) or 0.0),
         gamma=float(getattr(results, "smoothing_seasonal", 0.0) or 0.0),
         phi=float(results.damping_trend) if results.model.damped_trend else 1.0,
-        sigma=float(math.sqrt(results.mse)), level=float(states["level"].iloc[-1]), trend=trend,
+        sigma=float(math.sqrt(results.mse)), level=level, trend=trend,
         seasonal=seasonal, trend_sd=trend_sd, growth_per_month=growth, growth_interval=interval,
-        points=len(y), candidates=table, weekly=weekly)
+        points=len(y), candidates=table, weekly=weekly, bic=float(results.bic))
 
 
 def damping_bounds(period_s: float) -> tuple[float, float]:
