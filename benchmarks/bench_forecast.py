@@ -100,7 +100,7 @@ def score_slowing(seed: int) -> dict:
                                      < change.interval[1] + pd.Timedelta(days=1)),
             "forecast_band_holds": bool(low <= future[day] <= high),
             "line_band_holds": bool(centre - spread <= future[day] <= centre + spread),
-            "growth_after": fit.current_growth_per_month}
+            "growth_after": fit.growth_per_month}
 
 
 def score_case(args: tuple[int, str]) -> dict:

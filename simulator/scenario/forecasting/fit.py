@@ -65,8 +65,6 @@ class ForecastFit:
     trend: float  # ln growth per period at the origin (0 without a trend)
     seasonal: list[float]  # the next ``len`` seasonal states, first one for the first period
     trend_sd: float  # standard error of the trend per period (the regression's)
-    growth_per_month: float  # over the history (the regression), compounded
-    growth_interval: tuple[float, float]  # its 90% interval
     points: int
     candidates: list[tuple[str, float]]  # (label, AICc), best first
     change: GrowthChange | None = None  # the change of growth looked for in the history
@@ -96,9 +94,14 @@ class ForecastFit:
         return SECONDS_PER_MONTH / self.period_s
 
     @property
-    def current_growth_per_month(self) -> float:
+    def growth_per_month(self) -> float:
         """The growth the forecast starts from: the trend at the origin, a month of it."""
         return math.expm1(self.trend * self.periods_per_month)
+
+    @property
+    def growth_interval(self) -> tuple[float, float]:
+        """Its 90% interval, from the trend's standard error."""
+        return tuple(math.expm1((self.trend + z * self.trend_sd) * self.periods_per_month) for z in (-Z95, Z95))
 
     def point(self, periods: np.ndarray) -> np.ndarray:
         """The point forecast's deseasonalised ln mean rate of period ``h`` after the origin (h >= 1)."""
@@ -159,10 +162,6 @@ def fit_periods(series: pd.Series, period: str, period_s: float, origin: pd.Time
         # The trend ahead is the broken line's: fitted on the whole history, the date's
         # uncertainty in its spread (a line fitted since the date alone understates both).
         fit.trend, fit.trend_sd = change.after_mean, max(change.after_sd, fit.trend_sd if fit.phi >= 1 else 0.0)
-        per_month = fit.periods_per_month
-        fit.growth_per_month = math.expm1(fit.trend * per_month)
-        fit.growth_interval = (math.expm1((fit.trend - Z95 * fit.trend_sd) * per_month),
-                               math.expm1((fit.trend + Z95 * fit.trend_sd) * per_month))
         fit.notes.append(f"growth changed around {change.at:%Y-%m-%d} (90% interval {change.interval[0]:%Y-%m-%d} "
                          f"to {change.interval[1]:%Y-%m-%d}, probability {change.probability:.0%}): fitted on the "
                          f"{len(since)} {period}s since")
@@ -189,7 +188,7 @@ def fit_series(series: pd.Series, period: str, period_s: float, origin: pd.Times
     season = WEEK if period == "day" and len(y) >= SEASON_MIN_POINTS else 0
     results, label, table = _choose(y, season, form, period_s)
     states = results.states
-    trend = float(states["trend"].iloc[-1]) if "trend" in states else 0.0
+    trend = float(states["trend"].iloc[-1])
     seasonal = []
     weekly = None
     level = float(states["level"].iloc[-1])
@@ -205,19 +204,15 @@ def fit_series(series: pd.Series, period: str, period_s: float, origin: pd.Times
         weekly = [0.0] * WEEK
         for weekday, value in zip(days, np.exp(last), strict=True):
             weekly[weekday] = round(float(value), 6)
-    slope, slope_se = trend_regression(y, series.index, season if seasonal else 0)
-    trend_sd = _trend_sd(results, y, season if seasonal else 0, slope_se)
-    per_month = SECONDS_PER_MONTH / period_s
-    current = trend if "trend" in states else slope
-    growth = math.expm1(current * per_month)
-    interval = (math.expm1((current - Z95 * trend_sd) * per_month), math.expm1((current + Z95 * trend_sd) * per_month))
+    _, slope_se = trend_regression(y, series.index, season if seasonal else 0)
+    trend_sd = _trend_sd(results, slope_se)
     return ForecastFit(
         label=label, period=period, period_s=period_s, origin=origin,
         alpha=float(results.smoothing_level), beta=float(getattr(results, "smoothing_trend", 0.0) or 0.0),
         gamma=float(getattr(results, "smoothing_seasonal", 0.0) or 0.0),
         phi=float(results.damping_trend) if results.model.damped_trend else 1.0,
         sigma=float(math.sqrt(results.mse)), level=level, trend=trend,
-        seasonal=seasonal, trend_sd=trend_sd, growth_per_month=growth, growth_interval=interval,
+        seasonal=seasonal, trend_sd=trend_sd,
         points=len(y), candidates=table, weekly=weekly, bic=float(results.bic))
 
 
@@ -233,14 +228,14 @@ def _choose(y: np.ndarray, season: int, form: str | None = None, period_s: float
     from statsmodels.tsa.exponential_smoothing.ets import ETSModel
 
     fitted = []
-    for trend, damped in (("add", False), ("add", True)):
+    for damped in (False, True):
         for seasonal in ((None, "add") if season else (None,)):
-            label = f"ETS(A,{'N' if trend is None else 'Ad' if damped else 'A'},{'A' if seasonal else 'N'})"
+            label = f"ETS(A,{'Ad' if damped else 'A'},{'A' if seasonal else 'N'})"
             if form is not None and label != form:
                 continue
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model = ETSModel(pd.Series(y), error="add", trend=trend, damped_trend=damped, seasonal=seasonal,
+                model = ETSModel(pd.Series(y), error="add", trend="add", damped_trend=damped, seasonal=seasonal,
                                  seasonal_periods=season or None,
                                  bounds={"damping_trend": damping_bounds(period_s)} if damped else None)
                 results = model.fit(disp=False)
@@ -258,20 +253,12 @@ def _choose(y: np.ndarray, season: int, form: str | None = None, period_s: float
     return best[2], best[1], [(label, float(aicc)) for aicc, label, _ in fitted]
 
 
-def _trend_sd(results, y: np.ndarray, season: int, regression_se: float) -> float:
+def _trend_sd(results, regression_se: float) -> float:
     """The trend's standard error: the larger of the regression's (Newey–West) and the ETS fit's
-    for its initial trend (the inverse Hessian's, from the chosen form or, without a trend, the
-    same form with one). The regression's is steady but too small when the level wanders; the
+    for its initial trend (the inverse Hessian's). The regression's is steady but too small when the level wanders; the
     Hessian's follows the model but scatters by a factor of two from one history to the next of
     the same process (a numerical second derivative): the larger keeps the band from collapsing
     on either."""
-    if results.model.trend is None:
-        from statsmodels.tsa.exponential_smoothing.ets import ETSModel
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            results = ETSModel(pd.Series(y), error="add", trend="add", seasonal=results.model.seasonal,
-                               seasonal_periods=season or None).fit(disp=False)
     names = list(results.model.param_names)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

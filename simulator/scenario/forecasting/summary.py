@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from simulator.scenario.forecasting.backtest import Backtest
-from simulator.scenario.forecasting.fit import Z95, ForecastFit
+from simulator.scenario.forecasting.fit import ForecastFit
 from simulator.scenario.forecasting.model import simulate_ln_rates
 from simulator.units import SECONDS_PER_MONTH
 
@@ -39,14 +39,13 @@ def forecast_summary(fit: ForecastFit, trend: float, trend_sd: float, widen: flo
     rivals = [(label, aicc - fit.candidates[0][1]) for label, aicc in fit.candidates[1:]]
     out: dict[str, Any] = {
         "model": fit.description, "points": fit.points, "rivals": rivals,
-        "growth_per_month": math.expm1(trend * per_month),
-        "growth_interval": (math.expm1((trend - Z95 * trend_sd) * per_month),
-                            math.expm1((trend + Z95 * trend_sd) * per_month)),
+        "growth_per_month": shown.growth_per_month, "growth_interval": shown.growth_interval,
         "phi": fit.phi, "sigma": fit.sigma, "weekly": fit.weekly, "hourly": fit.hourly, "bands": bands,
         "widen": widen, "notes": list(fit.notes)}
     if fit.change is not None:
         change = fit.change
-        out["change"] = {"probability": change.probability, "at": change.at, "interval": change.interval,
+        out["change"] = {"found": change.found, "probability": change.probability, "at": change.at,
+                         "interval": change.interval,
                          "before": math.expm1(change.slope_before * per_month),
                          "after": math.expm1(change.after_mean * per_month)}
     if backtest is not None:
@@ -63,7 +62,7 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     lines.append(f"growth now {summary['growth_per_month']:.2%} a month (90% interval {low:.2%} to {high:.2%})"
                  f"{damped}; noise {summary['sigma']:.3f} in ln(rate) a period")
     change = summary.get("change")
-    if change is not None and change["probability"] >= 0.9:
+    if change is not None and change["found"]:
         lines.append(f"growth changed around {change['at']:%Y-%m-%d} (90% interval {change['interval'][0]:%Y-%m-%d} to "
                      f"{change['interval'][1]:%Y-%m-%d}; probability {change['probability']:.0%}): "
                      f"{change['before']:.2%} a month before, {change['after']:.2%} after")
