@@ -6,7 +6,7 @@ SCENARIO ?= scenarios/launch.yaml
 
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: install browser run test bench lint clean
+.PHONY: install browser run test bench lint docs clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -30,7 +30,7 @@ browser:
 	  echo "warning: could not install chromium; the browser tests will be skipped (failed on CI)"
 
 test: install browser
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n auto --dist worksteal
 
 bench: install
 	$(PY) benchmarks/run_all.py
@@ -38,5 +38,9 @@ bench: install
 lint: install
 	$(VENV)/bin/ruff check simulator tests benchmarks
 
+# The documentation site (MkDocs + Material), with the references generated from the code.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --site-dir site
+
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info site

@@ -26,7 +26,7 @@ It also times the aggregated vLLM-policy engine (``simulate_vllm``) the way
 ``benchmarks/bench_serving.py`` does (100,000 requests of ``make_workload`` at utilisation 0.85,
 one replica, ``max_num_seqs`` 64, budget 8192, prefix caching on; against the SimPy model of the
 contract semantics, ``serving_simpy.simpy_replica``, on the same workload: a speed figure only,
-the schedules differ), so a change of the aggregated engine's speed shows beside README's
+the schedules differ), so a change of the aggregated engine's speed shows beside the documentation's
 figure (0.12 s, 33×). ``--baseline-tree DIR`` (another checkout, e.g. ``git archive <commit> | tar
 -x -C DIR``) also times that tree's ``simulate_vllm`` on the same workload in a subprocess,
 checking that its outputs are identical: an A/B on this machine.
@@ -67,7 +67,7 @@ LINK_GBPS, LINK_LATENCY_S = 50.0, 50e-6
 PREFILL_BUDGET, DECODE_BUDGET = 2048, DEFAULT_MAX_BATCHED_TOKENS
 K, ALPHA = 3, 0.7
 TOL_S = 1e-9
-README_AGGREGATED = {"vllm_engine_s": 0.12, "simpy_s": 4.0, "ratio": 33.0}  # README, Performance table
+README_AGGREGATED = {"vllm_engine_s": 0.12, "simpy_s": 4.0, "ratio": 33.0}  # docs/performance.md
 
 
 @dataclass(frozen=True)

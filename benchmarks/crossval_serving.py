@@ -2,7 +2,7 @@
 
 ``benchmarks/fit_serving.py`` fits seven constants (GEMM, memory and attention efficiency,
 per-iteration and per-layer overhead, front-end latency, all-reduce latency) to all 13 runs of
-``shared/data/vllm_h100_trainval`` plus three Vidur operator times, and the README's "Serving
+``shared/data/vllm_h100_trainval`` plus three Vidur operator times, and docs/serving/validation.md's "Serving
 fidelity" table scores the model on those same 13 runs: an in-sample figure. This script asks
 how well the model predicts a run it was *not* fitted to:
 

@@ -4,7 +4,7 @@
 
 Each benchmark compares Fleetcast with a reference implementation in the same process and
 reports ratios, since this machine is shared and absolute times are noisy. Figures are
-written to ``benchmarks/results/<name>.json``; README quotes them.
+written to ``benchmarks/results/<name>.json``; the documentation (docs/performance.md) quotes them.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ hash of every source whose functions numba compiles; any change of one starts a 
 :func:`configure` runs when :mod:`simulator` is imported, before numba is: it sets
 ``NUMBA_CACHE_DIR`` (inherited by worker processes) to
 
-- ``simulator/__pycache__/numba-<key>`` when the package's folder is writable (a checkout,
-  an editable install: ``make install`` compiles into it), else
-  ``~/.cache/fleetcast/numba-<key>``;
+- ``<cache root>/numba-<key>``, the cache root being ``$FLEETCAST_CACHE_DIR`` or the user's
+  cache folder (:mod:`simulator.cache_dirs`): never inside the installed package, so an install
+  in a read-only place, or one shared by several users, runs;
 - ``$NUMBA_CACHE_DIR/fleetcast-<key>`` when the user set ``NUMBA_CACHE_DIR``.
 """
 
@@ -21,6 +21,8 @@ import hashlib
 import os
 import sys
 from pathlib import Path
+
+from simulator import cache_dirs
 
 PACKAGE = Path(__file__).resolve().parent
 
@@ -55,15 +57,16 @@ def cache_directory(key: str, environ: dict[str, str] | os._Environ = os.environ
         return Path(given)
     if given:
         return Path(given) / f"fleetcast-{key}"
-    if os.access(PACKAGE, os.W_OK):
-        return PACKAGE / "__pycache__" / f"numba-{key}"
-    return Path.home() / ".cache" / "fleetcast" / f"numba-{key}"
+    return cache_dirs.compiled_cache(key, environ)
 
 
 def configure() -> Path:
     """Point numba's cache at the folder of the current sources; return it."""
     key = source_key()
+    chosen_by_this_module = os.environ.get(_KEY_VARIABLE) == key
     directory = cache_directory(key)
+    if not os.environ.get("NUMBA_CACHE_DIR") and not chosen_by_this_module:
+        cache_dirs.mark_used(directory)
     os.environ["NUMBA_CACHE_DIR"] = str(directory)
     os.environ[_KEY_VARIABLE] = key
     numba = sys.modules.get("numba")

@@ -43,12 +43,18 @@ _ISO_DATE_RE = re.compile(
     r"^\s*\d{4}-\d{2}-\d{2}([ T]\d{2}(:\d{2}(:\d{2}(\.\d+)?)?)?)?(Z|[+-]\d{2}(:?\d{2})?)?\s*$", re.IGNORECASE)
 _CALENDAR_RE = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*([a-z]+)\s*$")
 #: A whole number of one unit, as :func:`format_duration` writes it.
-_WHOLE_RE = re.compile(r"^\s*([-+]?[0-9]+)\s*(d|h|min|s|ms)\s*$", re.IGNORECASE)
+_WHOLE_RE = re.compile(r"^\s*([-+]?[0-9]+)\s*(y|mo|w|d|h|min|s|ms)\s*$", re.IGNORECASE)
 #: Seconds as a decimal, as :func:`format_duration` writes those no whole unit holds.
 _SECONDS_RE = re.compile(r"^\s*([-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:e[-+]?[0-9]+)?)\s*s\s*$", re.IGNORECASE)
 
-# Units used to write a duration back out, largest first.
-_FORMAT_UNITS = (("d", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0), ("s", 1.0), ("ms", 0.001))
+# Units used to write a duration back out, largest first: planning years and months (fixed
+# lengths), weeks, days, hours, minutes, seconds, milliseconds.
+_FORMAT_UNITS = (("y", SECONDS_PER_YEAR), ("mo", SECONDS_PER_MONTH), ("w", 7 * SECONDS_PER_DAY),
+                 ("d", SECONDS_PER_DAY), ("h", SECONDS_PER_HOUR), ("min", 60.0), ("s", 1.0), ("ms", 0.001))
+#: pandas' longest Timedelta (292 years), in seconds.
+_LONGEST_TIMEDELTA_S = pd.Timedelta.max.total_seconds()
+#: The units of calendar time (:func:`calendar_months`): a length written in them may mean calendar months.
+_MONTH_UNITS = ("y", "mo")
 
 
 #: The dates a scenario may name: inside pandas' nanosecond range (1677 to 2262) with room for a
@@ -153,17 +159,23 @@ def add_term(start: pd.Timestamp, seconds: float, months: int | None) -> pd.Time
     return start + pd.Timedelta(seconds=seconds)
 
 
-def format_duration(seconds: float) -> str:
+def format_duration(seconds: float, *, months: bool = True) -> str:
     """Write seconds back as text that :func:`parse_duration` reads as the same float: the
-    largest whole unit that is exactly that many seconds (``90d``, ``2h``, ``15min``), else
-    milliseconds below a second (``50ms``), else the shortest decimal of the seconds
-    themselves (``1000.5s``, ``17255236.0237s``)."""
+    largest whole unit that is exactly that many seconds (``1y``, ``4mo``, ``6w``, ``90d``,
+    ``2h``, ``15min``), else milliseconds below a second (``50ms``), else the shortest decimal
+    of the seconds themselves (``1000.5s``, ``17255236.0237s``).
+
+    ``months=False`` leaves out years and months, for a fixed length in a field where ``4mo``
+    would be read as calendar months (a term or a horizon's ``duration``: :func:`calendar_months`).
+    """
     seconds = float(seconds)
     if seconds == 0:
         return "0s"
     for suffix, size in _FORMAT_UNITS:
         if suffix == "ms" and abs(seconds) >= 1:  # 1000.5s reads better than 1000500ms
             break
+        if suffix in _MONTH_UNITS and not months:
+            continue
         count = round(seconds / size)
         if count != 0 and count * size == seconds:
             return f"{count}{suffix}"
@@ -172,11 +184,11 @@ def format_duration(seconds: float) -> str:
 
 def readable_duration(seconds: float) -> str:
     """A duration for people to read (not to parse back): :func:`format_duration`'s text
-    (``1h``, ``15min``, ``1.5s``), but days and clock time where that would be a count of
-    10,000 or more (``30 days 10:30:00`` for a planning month, not ``43830min``)."""
+    (``1mo``, ``1h``, ``15min``, ``1.5s``), but days and clock time where that would be a
+    count of 10,000 or more (``6 days 22:41:00``, not ``10001min``)."""
     text = format_duration(seconds)
     whole = _WHOLE_RE.match(text)
-    if whole and abs(int(whole.group(1))) >= 10_000:  # 43830min: say it in days
+    if whole and abs(int(whole.group(1))) >= 10_000 and abs(seconds) < _LONGEST_TIMEDELTA_S:  # 10001min: in days
         return str(pd.Timedelta(seconds=seconds))
     return text
 

@@ -45,8 +45,10 @@ def _run(args: list[str], timeout_s: float = 90.0) -> subprocess.CompletedProces
                               capture_output=True, text=True, timeout=timeout_s)
 
 
-def load(page: Path) -> Page:
-    done = _run(["--dump-dom", Path(page).resolve().as_uri()])
+def load(page: Path, width: int | None = None, height: int = 900) -> Page:
+    """The page's DOM after ``load`` (in a window ``width`` × ``height`` pixels when given)."""
+    size = [f"--window-size={width},{height}"] if width else []
+    done = _run([*size, "--dump-dom", Path(page).resolve().as_uri()])
     console = [m.group(1) for line in done.stderr.splitlines() if (m := _CONSOLE.search(line))]
     return Page(done.stdout, console)
 

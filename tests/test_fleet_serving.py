@@ -173,7 +173,7 @@ def test_a_delivery_inside_a_step_is_paid_for_and_depreciated_from_its_arrival()
 def test_the_report_says_which_serving_policy_each_pool_ran(tmp_path):
     import yaml
 
-    from simulator.report.tables import assumptions_table
+    from simulator.report.assumptions import assumptions_table
 
     data = _sixty_four_gpus({"headroom": 0.3})
     data["fleet"]["pools"].append({"name": "b", "gpu": "H100", "count": 8, "serving_policy": "needed"})

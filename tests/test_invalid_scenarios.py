@@ -320,7 +320,7 @@ def test_bad_set_override_names_the_field(tmp_path):
     [
         (["--set", "horizon.start=2026-13-01"], "horizon.start"),
         (["--set", "horizon.step=1ms"], "use a coarser step"),
-        (["--set", "models[0].demand.growth.rate_per_month=10"], "grows to"),
+        (["--set", "models[0].demand.growth.rate_per_month=10", "--accept", "growth"], "grows to"),
         (["--set", "fleet.pools[0].orders=[{at: 2026-05-01, count: 8, lead_time: -5d}]"], "cannot be negative"),
         (["--set", "fleet.pools[1].acquisition={type: reserved, usd_per_gpu_hour: 2, term: 0d}"], "positive duration"),
         (["--set", "models[0].gpus_per_replica=512"], "never hold more than"),

@@ -105,6 +105,9 @@ def test_spread_over_paths_on_every_route():
     for name, q in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9)):
         assert large["unserved_share"][name] == pytest.approx(np.quantile(share, q), abs=1e-12)
     assert full.summary["models"][SMALL]["slo_attainment"]["p50"] == 1.0
+    # Pooled over paths: every path's requests summed, so the 4 req/s paths weigh 4 times as much.
+    assert large["slo_attainment_pooled"] == pytest.approx(0.5, rel=1e-12)
+    assert large["unserved_share_pooled"] == pytest.approx(np.maximum(drawn - 2.0, 0).sum() / drawn.sum(), rel=1e-9)
     # Per step: the same spread at every step.
     unserved = _band(full, LARGE, "unserved_share")
     for name, q in (("p10", 0.1), ("p50", 0.5), ("p90", 0.9)):
@@ -144,7 +147,7 @@ def test_the_report_lists_every_model(fixed, tmp_path):
     assert _cells(table, LARGE) == [LARGE, "50.00%", "50.00% – 50.00%", "0.00%", "0.00% – 0.00%"]
     assert "Latency per model" in html
     # The card names the model served worst, however small its volume.
-    assert "SLO attainment, lowest model" in html and f"{LARGE}: P50 50.00%" in html
+    assert "SLO attainment, lowest model" in html and f"{LARGE}: pooled 50.00%" in html
     assert "per model, the share of its served requests within its SLO" in html  # the chart's caption
     # A run directory of an earlier version (no model_bands.parquet) still renders, pooled.
     (out / "model_bands.parquet").unlink()
@@ -172,5 +175,10 @@ def test_one_model_has_a_card_and_no_table():
     assert model_latency_table(summary) is None
     assert latency_finding(summary) == {
         "label": "SLO attainment", "value": "P50 95.00% of requests served",
-        "note": "P10 90.00% – P90 99.00% over paths; 1.00% of its demand unserved (P50)"}
+        "note": "P10 90.00% – P90 99.00% over paths; 1.00% of its demand unserved (P50)"}  # (an earlier run)
+    summary["models"]["chat"].update(slo_attainment_pooled=0.93, unserved_share_pooled=0.015)
+    assert latency_finding(summary) == {
+        "label": "SLO attainment", "value": "pooled 93.00% of requests served",
+        "note": "within the SLO of its requests served, pooled over paths; per path P10 90.00% · P50 95.00% · "
+                "P90 99.00%; 1.50% of its demand unserved (pooled)"}
     assert latency_finding({}) is None

@@ -94,7 +94,7 @@ def test_fewer_in_service_than_asked_takes_those_there_are():
 def test_a_change_at_the_instant_of_delivery_comes_before_it():
     # Day 30 is both the order's arrival and the change's date: the change runs first (its
     # event was scheduled at the start, the delivery's on day 10), finds nothing in service
-    # and takes none. The README says so: date an RMA of new GPUs after their arrival.
+    # and takes none. docs/guide/fleet.md says so: date an RMA of new GPUs after their arrival.
     result = run(_scenario(ORDER, [{"at": "30d", "out_of_service": 4, "repair": "5d"}]))
     assert (result.pools["gpus_out_of_service"] == 0).all()
     later = run(_scenario(ORDER, [{"at": "31d", "out_of_service": 4, "repair": "5d"}]))

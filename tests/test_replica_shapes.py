@@ -1,7 +1,7 @@
 """A replica per (model, pool): capacity, GPUs and SLO curve from the GPU each pool holds.
 
-The replica counts below are worked by hand from the placement rule (README, "Replicas on
-mixed pools"): the model's pools are filled in order of preference, each with replicas of its
+The replica counts below are worked by hand from the placement rule (docs/guide/fleet.md,
+"Replicas on mixed pools"): the model's pools are filled in order of preference, each with replicas of its
 own shape, ``ceil(remaining / capacity)`` of them or as many as fit; GPUs missing are counted
 in the shape of the model's first-choice pool.
 """
@@ -175,7 +175,7 @@ def test_bad_replica_shapes_name_the_field(tmp_path, replicas, field, message):
 
 
 def test_the_report_lists_each_pool_replica(tmp_path, monkeypatch):
-    from simulator.report.tables import assumptions_table
+    from simulator.report.assumptions import assumptions_table
 
     data = mixed_fleet(1.0)
     scenario = simulator.load_scenario(data)
@@ -268,7 +268,7 @@ def test_a_variant_of_the_tp_group_resizes_the_replica(tmp_path, monkeypatch):
 
 
 def test_the_report_counts_a_pool_tp_group(tmp_path, monkeypatch):
-    from simulator.report.tables import _replica_shapes
+    from simulator.report.assumptions import _replica_shapes
 
     monkeypatch.setenv("FLEETCAST_CACHE_DIR", str(tmp_path / "cache"))
     data = _served_on_two_pools()

@@ -305,7 +305,7 @@ def test_schema_file_is_readable_by_others_and_the_module_entry_has_every_comman
 
 
 def test_the_assumptions_list_every_models_own_prices():
-    from simulator.report.tables import assumptions_table
+    from simulator.report.assumptions import assumptions_table
 
     growth = yaml.safe_load(dump_scenario(simulator.load_scenario(SCENARIOS / "growth.yaml")))
     rows = {row[0]["text"]: row[1]["text"] for row in assumptions_table(growth)["rows"]}
@@ -323,7 +323,7 @@ def test_the_assumptions_list_every_models_own_prices():
 ])
 def test_the_assumptions_show_a_horizon_given_by_its_end_or_its_length(horizon, text):
     # A horizon with `end:` read "2026-03-01 for None".
-    from simulator.report.tables import assumptions_table
+    from simulator.report.assumptions import assumptions_table
 
     scenario = yaml.safe_load(dump_scenario(simulator.load_scenario(SCENARIOS / "growth.yaml", {"horizon": horizon})))
     rows = {row[0]["text"]: row[1]["text"] for row in assumptions_table(scenario)["rows"]}

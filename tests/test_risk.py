@@ -192,8 +192,8 @@ def test_the_headline_shows_the_probability_with_its_wilson_interval(tmp_path):
     path.write_text(yaml.safe_dump(_blip(min_unserved_share=0), sort_keys=False))
     result = CliRunner().invoke(main, ["run", str(path), "--out", str(tmp_path / "o"), "--no-report"])
     assert result.exit_code == 0, result.output
-    assert "100% [27, 100]" in result.output and "(short: over 0% unserved)" in result.output
-    assert "1 h (P90 1 h) · 1 GPU-h (P90 1)" in result.output
+    assert "100% [27, 100] of paths · short: over 0% unserved" in result.output
+    assert "P50 1 h (P90 1 h) · P50 1 GPU-h (P90 1)" in result.output
 
 
 def test_paths_auto_runs_every_variant_on_the_base_paths():

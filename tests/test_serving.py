@@ -39,7 +39,7 @@ H200_TABLE = [
 # TensorRT-LLM v0.9.0 on H200 and H100, FP8, the same batch and TP on both: output tokens/s per
 # GPU (NVIDIA/TensorRT-LLM docs/source/performance.md, "All data was generated using version
 # 0.9.0"). The first three are within 10% of the published H200/H100 ratio; the decode-heavy
-# others come out 12-32% above it (README, "Serving fidelity").
+# others come out 12-32% above it (docs/serving/validation.md, "Serving fidelity").
 H200_H100_TABLE = [
     ("mistral-7b", 896, 1, 128, 128, 20_460, 20_404),
     ("llama-2-7b", 896, 1, 128, 128, 20_618, 19_854),
@@ -68,7 +68,7 @@ def test_reproduces_the_h200_throughput_table(row):
     if (model, tp, output_len) == ("llama-2-70b", 2, 2048):
         # The one row no bandwidth model reconciles with the others: at its batch the HBM
         # traffic per token is 3.5x lower than the 13B/2048 row's, yet it is 2.9x slower
-        # per GPU (README, "Serving fidelity"). Bounded loosely, reported as an outlier.
+        # per GPU (docs/serving/validation.md). Bounded loosely, reported as an outlier.
         assert 1 / 3 <= ratio <= 3.0
     else:
         assert 1 / 1.5 <= ratio <= 1.5, ratio

@@ -110,7 +110,7 @@ def test_bad_feature_blocks_name_their_field(serving, path):
 def test_the_reports_assumptions_show_a_units_split_and_its_figures():
     import yaml
 
-    from simulator.report.tables import _replica_shapes
+    from simulator.report.assumptions import _replica_shapes
     from simulator.scenario.serialize import dump_scenario
 
     data = _disaggregated_scenario(tp=1, disaggregation={"prefill": {"replicas": 1}, "decode": {"replicas": 2}},

@@ -268,7 +268,11 @@ def test_a_named_job_reports_how_late_it_finished_and_how_often_it_was_preempted
     jobs = results.jobs
     fine_tune = jobs[jobs["job"] == "finetune-v2"].set_index("path").sort_index()
     assert len(fine_tune) == 6
+    # Late past its uninterrupted finish: submission + work + its checkpoint writes (launch.yaml's
+    # fine-tune writes each in 0 s, so the reference is submission + work).
+    assert scenario.training.jobs[0].checkpoint_time == 0
     late = ((fine_tune["end_time"] - fine_tune["submit_time"]).dt.total_seconds() - fine_tune["work_s"]).dropna().to_numpy()
+    assert (fine_tune["uninterrupted_end_time"] == fine_tune["submit_time"] + pd.Timedelta(days=10)).all()
     figures = results.summary["training"]["named_jobs"]["finetune-v2"]
     assert figures["finished_share"] == pytest.approx(len(late) / 6)
     assert len(late) >= 1 and late.min() > 0  # preempted at peaks: it cannot finish on time

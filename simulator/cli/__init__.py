@@ -15,6 +15,7 @@ __all__ = ["main"]
 def __getattr__(name: str) -> Any:
     if name == "main":
         from simulator.cli import (  # noqa: F401 - register
+            cache_command,
             fit_command,
             plan_command,
             report_commands,

@@ -151,6 +151,8 @@ def _show_warning(message, category, filename, lineno, file=None, line=None) -> 
     """Notes about a run (fewer workers than asked, say) as one plain line on stderr."""
     if category.__name__ == "FleetcastNote":
         errors.print(f"note: {message}", markup=False, highlight=False, soft_wrap=True)
+    elif category.__name__ == "ScenarioWarning":
+        errors.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
     else:
         _default_showwarning(message, category, filename, lineno, file, line)
 
@@ -238,6 +240,8 @@ class PathCount(click.ParamType):
 
 
 SET_HELP = "Override a scenario field before validation, e.g. --set horizon.duration=90d (repeatable)."
+ACCEPT_HELP = ("Confirm the values a plausibility check flags as meant: growth, percentile, latency, price or "
+               "horizon, as its message names it (repeatable).")
 
 
 def safe_dir_name(name: str) -> str:

@@ -9,7 +9,7 @@ import click
 from rich import box
 from rich.table import Table
 
-from simulator.cli.app import SET_HELP, PathCount, console, main, safe_dir_name
+from simulator.cli.app import ACCEPT_HELP, SET_HELP, PathCount, console, main, safe_dir_name
 
 
 @main.command(name="plan")
@@ -41,15 +41,16 @@ from simulator.cli.app import SET_HELP, PathCount, console, main, safe_dir_name
               "demand seen so far) on the plan's fresh paths, and compare: risk, GPUs bought, cash, commitments.")
 @click.option("--no-report", is_flag=True, help="Skip report.html and plots/ of the plan's run.")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+@click.option("--accept", "accept", multiple=True, metavar="NAME", help=ACCEPT_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def plan_command(scenario: Path, orders, target, per, budget_usd, cash_floor_usd, review_every, actions, out, paths,
-                 seed, workers, compare_replan: bool, no_report: bool, overrides, quiet: bool) -> None:
+                 seed, workers, compare_replan: bool, no_report: bool, overrides, accept, quiet: bool) -> None:
     """Plan the orders that keep the risk of running short at or below a target in every period."""
     from simulator.output import check_output_directory
     from simulator.scenario import ScenarioError
     from simulator.serving.resolve import load_scenario
 
-    base = load_scenario(scenario, overrides)
+    base = load_scenario(scenario, overrides, accept=accept)
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-plan"
     if actions:
         if orders or per or budget_usd is not None or cash_floor_usd is not None or review_every or compare_replan:
@@ -85,15 +86,14 @@ def plan_command(scenario: Path, orders, target, per, budget_usd, cash_floor_usd
 
 
 def _print_plan(name: str, document: dict) -> None:
+    from simulator.report.terminal import fitted_table
+
     target = document["target"]
     goal = f"P(short) <= {target['probability']:.0%} " + ("over the horizon" if target["per"] == "horizon"
                                                           else f"in every {target['per']}")
     title = f"{name}: orders for {goal}" if document["target_met"] else \
         f"{name}: TARGET NOT MET in {len(document['unreachable'])} period(s) ({goal}); the best plan found"
-    orders = Table(title=title, box=box.SIMPLE_HEAD)
-    for column in ("", "pool", "GPUs", "order by", "in service", "commits"):
-        orders.add_column(column, justify="right" if column in ("GPUs", "commits") else "left",
-                          no_wrap=column != "in service")
+    rows = []
     for row in document["orders"]:
         lands = row["in_service"]
         if "p50" not in lands:
@@ -103,12 +103,14 @@ def _print_plan(name: str, document: dict) -> None:
         else:
             when = f"{lands['p50']} (P90 {lands['p90']})"
         size = f"{row['mw']:g} MW" if row["tier"] == "power" else f"{row['count']:,}"
-        orders.add_row(row["tier"], f"{row['pool']} ({row['gpu']})", size, row["order_date"], when,
-                       f"${row['cost_usd']:,.0f}")
+        rows.append([row["tier"], f"{row['pool']} ({row['gpu']})", size, row["order_date"], when,
+                     f"${row['cost_usd']:,.0f}"])
     if not document["orders"]:
-        orders.add_row("", "(no order needed)" if document["target_met"] else "(no order helps: see below)",
-                       "", "", "", "")
-    console.print(orders)
+        rows.append(["", "(no order needed)" if document["target_met"] else "(no order helps: see below)",
+                     "", "", "", ""])
+    columns = [(column, "right" if column in ("GPUs", "commits") else "left")
+               for column in ("", "pool", "GPUs", "order by", "in service", "commits")]
+    console.print(fitted_table(title, columns, rows, console.width, box_style=box.SIMPLE_HEAD))
     cost, worst = document["cost"], document["most_at_risk"]
     facts = Table(show_header=False, box=None, pad_edge=False)
     facts.add_row("orders commit", f"${cost['orders_commit_usd']:,.0f} (of which ${cost['value_left_at_end_usd']:,.0f} "
@@ -123,15 +125,15 @@ def _print_plan(name: str, document: dict) -> None:
     console.print(facts)
     risky = [row for row in document["periods"] if row["baseline"] > 0 or row["planned"] > 0 or row["fresh"] > 0]
     if risky:
-        periods = Table(title="P(short) by period: now, with the plan [90% for all periods together], fresh seeds",
-                        title_justify="left", box=box.SIMPLE_HEAD)
-        for column in ("period", "now", "planned", "fresh seeds", ""):
-            periods.add_column(column, justify="left" if column in ("period", "") else "right", no_wrap=True)
+        rows = []
         for row in risky:
             lo, hi = row["planned_ci"]
-            periods.add_row(row["period"], f"{row['baseline']:.0%}", f"{row['planned']:.1%} [{lo:.0%}, {hi:.0%}]",
-                            f"{row['fresh']:.1%}", "" if row["status"] == "met" else row["status"])
-        console.print(periods)
+            rows.append([row["period"], f"{row['baseline']:.0%}", f"{row['planned']:.1%} [{lo:.0%}, {hi:.0%}]",
+                         f"{row['fresh']:.1%}", "" if row["status"] == "met" else row["status"]])
+        columns = [(column, "left" if column in ("period", "") else "right")
+                   for column in ("period", "now", "planned", "fresh seeds", "")]
+        console.print(fitted_table("P(short) by period: now, with the plan [90% for all periods together], fresh seeds",
+                                   columns, rows, console.width, box_style=box.SIMPLE_HEAD, title_justify="left"))
     for row in document["unreachable"]:
         console.print(f"cannot be met: {row['period']} ({row['risk']:.0%}): {row['reason']}", markup=False,
                       highlight=False)

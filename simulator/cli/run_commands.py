@@ -7,14 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
-from rich import box
 from rich.table import Table
 
 from simulator.cli.app import (
+    ACCEPT_HELP,
     SET_HELP,
     KeepPaths,
     PathCount,
-    cell,
     console,
     errors,
     main,
@@ -26,13 +25,14 @@ from simulator.runs.limits import DEFAULT_KEEP_PATHS, DEFAULT_MAX_PATHS
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
-def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
+@click.option("--accept", "accept", multiple=True, metavar="NAME", help=ACCEPT_HELP)
+def validate(scenario: Path, overrides: tuple[str, ...], accept: tuple[str, ...]) -> None:
     """Check SCENARIO and print what it resolved to (every default filled in)."""
     from simulator.scenario import dump_scenario
     from simulator.serving.resolve import load_scenario
     from simulator.units import readable_duration
 
-    resolved = load_scenario(scenario, overrides)
+    resolved = load_scenario(scenario, overrides, accept=accept)
     click.echo(dump_scenario(resolved), nl=False)
     h = resolved.horizon
     gpus = sum(pool.count for pool in resolved.fleet.pools)
@@ -64,6 +64,7 @@ def validate(scenario: Path, overrides: tuple[str, ...]) -> None:
               "(bands.parquet, pnl.parquet and summary.json always cover every path).")
 @click.option("--no-report", is_flag=True, help="Skip report.html and plots/ (render them later with `fleetcast report`).")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+@click.option("--accept", "accept", multiple=True, metavar="NAME", help=ACCEPT_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def run(
     scenario: Path,
@@ -77,13 +78,15 @@ def run(
     keep_paths: int | None,
     no_report: bool,
     overrides: tuple[str, ...],
+    accept: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Simulate SCENARIO and write its run directory."""
     from simulator.decisions.runner import run_scenario
     from simulator.decisions.variants import VariantResults
     from simulator.output import check_output_directory
-    from simulator.report.headline import auto_paths_note, headline, period_rows
+    from simulator.report.headline import auto_paths_note
+    from simulator.report.terminal import headline_view, years_view
     from simulator.runs.adaptive import Precision, PrecisionError, parse_targets
     from simulator.serving.resolve import load_scenario
 
@@ -91,7 +94,7 @@ def run(
         raise PrecisionError("--precision and --max-paths need --paths auto")
     targets = Precision(parse_targets(list(precision)), max_paths=max_paths or DEFAULT_MAX_PATHS) \
         if paths == "auto" else None
-    resolved = load_scenario(scenario, overrides)
+    resolved = load_scenario(scenario, overrides, accept=accept)
     directory = out or Path("outputs") / safe_dir_name(resolved.name)
     check_output_directory(directory, inputs=[scenario])
     results = run_scenario(
@@ -104,22 +107,10 @@ def run(
     summaries = results.summaries() if isinstance(results, VariantResults) else {"": results.summary}
     for name, summary in summaries.items():
         title = f"{resolved.name}{' · ' + name if name else ''}: {summary['paths']} paths"
-        table = Table(title=title, show_header=False)
-        table.add_column(style="bold")
-        table.add_column()
-        for label, text in headline(summary):
-            table.add_row(label, text)
-        console.print(table)
-        years = period_rows(summary, "year")
-        if years:
-            by_year = Table(title="By year: P50 over paths [90% interval]; GPU-hours short: mean",
-                            title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False,
-                            collapse_padding=True)
-            for column in years[0]:
-                by_year.add_column(column, justify="left" if column == "year" else "right", no_wrap=True)
-            for row in years:
-                by_year.add_row(*row.values())
-            console.print(by_year)
+        console.print(headline_view(summary, title, console.width))
+        years = years_view(summary, console.width)
+        if years is not None:
+            console.print(years)
         note = auto_paths_note(summary)
         if note:
             console.print(note, markup=False, highlight=False)
@@ -142,54 +133,31 @@ def run(
 @click.option("--seed", type=click.IntRange(min=0), help="Root seed (the same at every point).")
 @click.option("--workers", type=click.IntRange(min=1), help="Local worker processes.")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+@click.option("--accept", "accept", multiple=True, metavar="NAME", help=ACCEPT_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
-def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, workers, overrides, quiet: bool) -> None:
+def sweep(scenario: Path, params, zipped: bool, out: Path | None, paths, seed, workers, overrides, accept,
+          quiet: bool) -> None:
     """Run SCENARIO at every combination of parameter values; one row of headline figures each."""
     from simulator.decisions.runner import simulate_points
     from simulator.decisions.sweep import parse_parameters, run_sweep, save_sweep, sweep_points
     from simulator.output import check_output_directory
     from simulator.serving.resolve import load_scenario
 
-    base = load_scenario(scenario, overrides)
+    base = load_scenario(scenario, overrides, accept=accept)
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sweep"
     check_output_directory(directory, inputs=[scenario])
     parameters = parse_parameters(params)
-    table = run_sweep(scenario, sweep_points(parameters, zipped), overrides=overrides, simulate_points=lambda points: (
+    table = run_sweep(scenario, sweep_points(parameters, zipped), overrides=overrides, accept=accept, simulate_points=lambda points: (
         simulate_points({key: point.model_copy(update={"variants": {}}) for key, point in points.items()},
                         paths=paths, seed=seed, workers=workers, show_progress=not quiet)))
     save_sweep(directory, table, base, parameters)
     if not quiet:
-        shown = [*parameters, "share_served_p50", "first_shortfall_p50", "gross_margin_pct_p50",
-                 "gross_margin_usd_p10", "cost_per_1m_tokens_usd_p50"]
+        from simulator.report.terminal import sweep_view
         from simulator.scenario.labels import field_label
 
-        view = Table(title=f"{base.name}: {len(table)} points")
-        for column in shown:  # headers wrap on a narrow terminal, never cut off ("fleet.poo…")
-            header = field_label(base, column) if column in parameters else _SWEEP_HEADERS[column]
-            view.add_column(header, justify="right", overflow="fold")
-        for _, row in table[shown].iterrows():
-            view.add_row(*(_parameter_cell(column, row[column]) if column in parameters else cell(row[column])
-                           for column in shown))
-        console.print(view)
+        console.print(sweep_view(f"{base.name}: {len(table)} points", table,
+                                 {field: field_label(base, field) for field in parameters}, console.width))
         console.print(f"wrote {directory}/", markup=False, highlight=False)
-
-
-_SWEEP_HEADERS = {"share_served_p50": "served P50", "first_shortfall_p50": "first short P50",
-                  "gross_margin_pct_p50": "margin % P50", "gross_margin_usd_p10": "margin $ P10",
-                  "cost_per_1m_tokens_usd_p50": "$ per 1M tokens P50"}
-
-
-def _parameter_cell(field: str, value: object) -> str:
-    """A swept value as the scenario reads it: a duration in its unit, money in $."""
-    from simulator.scenario.labels import field_unit, format_field_value
-    from simulator.units import UnitError, parse_duration
-
-    if field_unit(field) == "duration" and isinstance(value, str):
-        try:
-            return format_field_value(field, parse_duration(value))
-        except UnitError:
-            return value  # a date
-    return format_field_value(field, value) if isinstance(value, int | float) else cell(value)
 
 
 @main.command()
@@ -211,9 +179,10 @@ def _parameter_cell(field: str, value: object) -> str:
 @click.option("--group", "groups", multiple=True, metavar="NAME=FIELD,FIELD",
               help="--method variance: measure these inputs as one (repeatable); correlated inputs must be grouped.")
 @click.option("--set", "overrides", multiple=True, metavar="FIELD=VALUE", help=SET_HELP)
+@click.option("--accept", "accept", multiple=True, metavar="NAME", help=ACCEPT_HELP)
 @click.option("--quiet", "-q", is_flag=True, help="Print nothing but errors.")
 def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | None, paths, seed, workers, figures,
-                groups, overrides, quiet: bool) -> None:
+                groups, overrides, accept, quiet: bool) -> None:
     """How margin and shortfall depend on each uncertain input: one at a time (oat) or by variance."""
     from simulator.errors import InputError
     from simulator.output import check_output_directory
@@ -232,7 +201,7 @@ def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | No
     if method == "variance" and paths is not None:
         raise InputError("--paths is for --method oat (--method variance runs one path per design row; "
                          "set --samples)")
-    base = load_scenario(scenario, overrides)
+    base = load_scenario(scenario, overrides, accept=accept)
     directory = out or Path("outputs") / f"{safe_dir_name(base.name)}-sensitivity"
     check_output_directory(directory, inputs=[scenario])
     if method == "variance":
@@ -240,20 +209,14 @@ def sensitivity(scenario: Path, method: str, samples: int | None, out: Path | No
         return
     from simulator.decisions.runner import simulate_points
     from simulator.decisions.sensitivity import save_sensitivity, sensitivity_table
-    from simulator.scenario.labels import format_field_value
 
     table = sensitivity_table(base, simulate_points=lambda points: simulate_points(
         points, paths=paths, seed=seed, workers=workers, show_progress=not quiet))
     save_sensitivity(directory, table, base)
     if not quiet:
-        view = Table(title=f"{base.name}: sensitivity (P50 gross margin, USD)")
-        for column in ("input", "input p10", "input p90", "margin at p10", "margin at p90", "swing"):
-            view.add_column(column, justify="left" if column == "input" else "right")
-        for _, row in table.iterrows():
-            view.add_row(str(row["label"]), format_field_value(row["input"], row["input_p10"]),
-                         format_field_value(row["input"], row["input_p90"]), cell(row["gross_margin_usd_p10"]),
-                         cell(row["gross_margin_usd_p90"]), cell(row["gross_margin_usd_swing"]))
-        console.print(view)
+        from simulator.report.terminal import sensitivity_view
+
+        console.print(sensitivity_view(f"{base.name}: sensitivity (P50 gross margin, USD)", table, console.width))
         console.print(f"wrote {directory}/ (tornado.png)", markup=False, highlight=False)
 
 

@@ -114,7 +114,7 @@ def tornado_png(table: pd.DataFrame, path: Path, output: str = "gross_margin_usd
     rows = table.dropna(subset=[f"{output}_p10", f"{output}_p90"]).iloc[::-1]
     title, scale = AXES.get(output, (f"{output.replace('_', ' ')} (P50 over paths)", 1.0))
     base = float(rows[f"{output}_base"].iloc[0]) * scale if len(rows) else 0.0
-    fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 1.6))
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(rows) + 2.0), layout="constrained")
     for i, (_, row) in enumerate(rows.iterrows()):
         low, high = row[f"{output}_p10"] * scale, row[f"{output}_p90"] * scale
         ax.barh(i, low - base, left=base, color="#d95f02", label="input at P10" if i == 0 else None)
@@ -129,8 +129,8 @@ def tornado_png(table: pd.DataFrame, path: Path, output: str = "gross_margin_usd
     ax.margins(x=0.2)
     ax.set_xlabel(title)
     ax.set_title("Each input at its P10 and P90, the others at their medians", fontsize=10)
-    ax.legend(loc="lower right")
-    fig.tight_layout()
+    # below the bars, never over them (a legend inside the axes covered the lowest bar's end)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 

@@ -64,18 +64,20 @@ def sweep_points(parameters: dict[str, list[Any]], zipped: bool = False) -> list
 
 def run_sweep(source: str | Path | Scenario, points: list[dict[str, Any]],
               simulate_point: Callable[[Scenario], Any] | None = None, overrides: Sequence[str] = (), *,
-              simulate_points: Callable[[dict[int, Scenario]], dict[int, dict[str, Any]]] | None = None
-              ) -> pd.DataFrame:
+              simulate_points: Callable[[dict[int, Scenario]], dict[int, dict[str, Any]]] | None = None,
+              accept: Sequence[str] = ()) -> pd.DataFrame:
     """Validate every point first (so a bad one fails before any work), then simulate them:
     one at a time (``simulate_point(scenario)`` returns results) or all together
     (``simulate_points({index: scenario})`` returns each summary, as
-    :func:`simulator.runs.batch.simulate_all` on one executor)."""
+    :func:`simulator.runs.batch.simulate_all` on one executor). ``accept`` confirms the values
+    plausibility checks flag, as ``--accept`` does."""
     if (simulate_point is None) == (simulate_points is None):
         raise TypeError("give simulate_point or simulate_points")
     scenarios = []
     for point in points:
         try:
-            scenarios.append(load_scenario(source, [*overrides, *(f"{k}={json.dumps(v)}" for k, v in point.items())]))
+            scenarios.append(load_scenario(source, [*overrides, *(f"{k}={json.dumps(v)}" for k, v in point.items())],
+                                           accept=accept))
         except ScenarioError as exc:
             exc.message = f"{exc.message} (sweep point {point})"
             raise

@@ -166,41 +166,49 @@ def output_name(output: str) -> str:
 
 
 def sobol_png(table: pd.DataFrame, path: Path, output: str | None = None) -> None:
+    """``sobol.png``: :func:`sobol_figure` of ``output`` (default: the table's first)."""
+    sobol_figure(table, output).savefig(path, dpi=120)
+
+
+def sobol_figure(table: pd.DataFrame, output: str | None = None):
     """Bars of each input's first-order and total index for ``output`` (default: the table's
-    first), with their intervals."""
+    first), with their intervals. Title, note and legend sit outside the bars (constrained
+    layout; the legend below the axes), the title wrapped to the figure's width."""
+    import textwrap
+
+    from matplotlib.figure import Figure
+
     output = output or str(table["output"].iloc[0])
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     rows = table[table["output"] == output].iloc[::-1]
     name = output_name(output)
-    fig, ax = plt.subplots(figsize=(9, 0.6 * len(rows) + 1.9))
+    fig = Figure(figsize=(9, 0.6 * len(rows) + 2.4), layout="constrained")
+    ax = fig.subplots()
     y = np.arange(len(rows))
     for offset, column, color, text in ((0.2, "first_order", "#1b9e77", "first order S1: this input alone"),
-                                        (-0.2, "total", "#7570b3", "total ST: with its interactions")):
+                                        (-0.2, "total", "#7570b3", "total ST: alone and together with other inputs")):
         value = rows[column].to_numpy(np.float64)
         errors = np.clip([value - rows[f"{column}_lo"].to_numpy(np.float64),
                           rows[f"{column}_hi"].to_numpy(np.float64) - value], 0, None)
         ax.barh(y + offset, np.nan_to_num(value), height=0.38, color=color, label=text,
                 xerr=np.nan_to_num(errors), error_kw={"ecolor": "black", "capsize": 3, "linewidth": 1})
-    ax.set_yticks(y, [str(label) for label in rows["label"]])
+    ax.set_yticks(y, [textwrap.fill(str(label), 45) for label in rows["label"]])
     ax.axvline(0, color="black", linewidth=1)
     ends = rows[["first_order_lo", "first_order_hi", "total_lo", "total_hi"]].to_numpy(np.float64)
     ax.set_xlim(min(-0.05, float(np.nanmin(ends, initial=0.0)) - 0.03), max(1.05, float(np.nanmax(ends, initial=0.0)) + 0.03))
     ax.set_xlabel(f"share of the variance of the {name}")
     level = f"{float(rows['level'].iloc[0]):.0%}"
     first_sum = rows["first_order"].sum(min_count=1)
+    # 1 − ΣS1 (and any ST − S1) holds interactions, the paths' own randomness and the
+    # estimators' noise together: it is labelled as the difference it is, not as interactions.
     note = (f"{name} does not vary: no variance to share" if rows["output_variance"].iloc[0] == 0 else
-            f"1 − ΣS1 = {1 - first_sum:.2f}: interactions and the paths' own randomness")
+            f"1\u00a0−\u00a0ΣS1\u00a0=\u00a0{1 - first_sum:.2f}: the share no input explains alone (interactions, "
+            "the paths' own randomness and estimator noise); a bar's total\u00a0−\u00a0first\u00a0order is read the same way")
     samples, runs = (int(rows[c].iloc[0]) for c in ("samples", "runs"))
-    ax.set_title(f"Where the uncertainty of the {name} comes from: {samples} samples, {runs} runs\n"
-                 f"error bars: {level} intervals · {note}", fontsize=10)
-    fig.legend(*ax.get_legend_handles_labels(), loc="lower center", ncol=2, frameon=False)
-    fig.tight_layout(rect=(0, 0.45 / (0.6 * len(rows) + 1.9), 1, 1))
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    heading = f"Where the uncertainty of the {name} comes from: {samples} samples, {runs} runs. Error bars: {level} intervals."
+    # across the figure, each part wrapped to its width (no-break spaces keep a formula whole): never cut
+    fig.suptitle("\n".join([*textwrap.wrap(heading, 105), *textwrap.wrap(note, 105)]), fontsize=9)
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
+    return fig
 
 
 def variance_summary(table: pd.DataFrame, scenario: Scenario, seed: int) -> dict:

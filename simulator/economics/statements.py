@@ -149,8 +149,9 @@ def cash_figures(pnl: pd.DataFrame) -> pd.DataFrame:
 
     Past the horizon, an extrapolation: at the last three months' burn (the net cash flow less
     loans drawn and equity raised: what the business spends, debt service included, before new
-    money), the months the closing cash lasts (``runway_past_horizon_months``: 0 if cash ended
-    negative, NaN if cash was not falling) and the month it would run out."""
+    money), the months the closing cash lasts (``runway_past_horizon_months``: NaN if cash was not
+    falling, else 0 if cash ended at or below zero) and the month it would run out; that burn
+    (``burn_end_usd_per_month``, negative: cash rising), the closing cash and the months."""
     ordered = pnl.sort_values(["path", "month"])
     rows = []
     for path, group in ordered.groupby("path", sort=True):
@@ -163,12 +164,13 @@ def cash_figures(pnl: pd.DataFrame) -> pd.DataFrame:
             if raised in group:
                 spent = spent - group[raised].to_numpy()
         burn = -float(np.mean(spent[-BURN_MONTHS:]))
-        past = 0.0 if cash[-1] <= 0 else (cash[-1] / burn if burn > 0 else np.nan)
+        past = np.nan if burn <= 0 else (0.0 if cash[-1] <= 0 else cash[-1] / burn)  # not falling: no runway
         past = past if past <= MAX_RUNWAY_MONTHS else np.nan  # a burn too small to run out within a century
         out_month = pd.NaT if not np.isfinite(past) else (
             pd.Timestamp(months[-1]).to_period("M") + 1 + int(np.floor(past))).start_time
         rows.append({"path": path, "lowest_cash_usd": float(cash[low]), "lowest_cash_month": months[low],
                      "first_negative_month": months[negative[0]] if len(negative) else pd.NaT,
                      "runway_months": float(negative[0]) if len(negative) else np.nan,
-                     "runway_past_horizon_months": past, "cash_out_month_extrapolated": out_month})
+                     "runway_past_horizon_months": past, "cash_out_month_extrapolated": out_month,
+                     "burn_end_usd_per_month": burn, "cash_end_usd": float(cash[-1]), "months": len(cash)})
     return pd.DataFrame(rows)

@@ -20,6 +20,7 @@ from simulator.path.compiled import CompiledScenario
 from simulator.path.engine import PathResult
 from simulator.path.pool_plan import KIND_ON_DEMAND, KIND_RESERVED, KIND_SPOT
 from simulator.path.training.job_table import JobTable
+from simulator.path.training.lateness import late_s, uninterrupted_wall_s
 
 COST_COMPONENTS = (
     "cost_depreciation_usd",
@@ -208,23 +209,28 @@ def jobs_frame(parts: Sequence[dict[str, np.ndarray]], start: pd.Timestamp) -> p
     """The jobs table of paths' :func:`job_columns`."""
     parts = [part for part in parts if len(part["job"])]
     columns = ["path", "job", "pool", "submit_s", "start_s", "end_s", "gpus", "priority", "wait_s",
-               "preemptions", "interruptions", "work_s", "done_s", "held_gpu_s", "usd_per_day_late"]
+               "preemptions", "interruptions", "work_s", "done_s", "held_gpu_s", "usd_per_day_late",
+               "uninterrupted_wall_s"]
     if parts:
         frame = pd.DataFrame({name: np.concatenate([part[name] for part in parts]) for name in columns})
     else:
         frame = pd.DataFrame(columns=columns)
+    wall = frame.pop("uninterrupted_wall_s").astype(float)
+    late = late_s(frame["submit_s"].astype(float), frame["end_s"].astype(float), wall)
+    frame["uninterrupted_end_time"] = start + pd.to_timedelta(frame["submit_s"].astype(float) + wall, unit="s")
     for name in ("submit", "start", "end"):
         frame[f"{name}_time"] = start + pd.to_timedelta(frame.pop(f"{name}_s").astype(float), unit="s")
     frame["useful_gpu_hours"] = frame["done_s"] * frame["gpus"] / 3600.0
     frame["held_gpu_hours"] = frame.pop("held_gpu_s") / 3600.0
     # What delays cost: GPU time held but not saved as work (lost segments, restarts, checkpoint
-    # writes), days past submission + work for a finished job, and their price where given.
+    # writes), days past the job's uninterrupted finish (submission + work + its checkpoint
+    # writes: :mod:`simulator.path.training.lateness`) for a finished job, and their price.
     frame["lost_gpu_hours"] = frame["held_gpu_hours"] - frame["useful_gpu_hours"]
-    frame["days_late"] = (frame["end_time"] - frame["submit_time"]).dt.total_seconds().sub(frame["work_s"]) / 86_400.0
+    frame["days_late"] = late / 86_400.0
     frame["delay_cost_usd"] = frame["days_late"] * frame.pop("usd_per_day_late")
     ordered = ["path", "job", "pool", "submit_time", "start_time", "end_time", "gpus", "wait_s", "preemptions",
                "interruptions", "priority", "work_s", "done_s", "useful_gpu_hours", "held_gpu_hours",
-               "lost_gpu_hours", "days_late", "delay_cost_usd"]
+               "lost_gpu_hours", "days_late", "delay_cost_usd", "uninterrupted_end_time"]
     return frame[ordered]
 
 
@@ -232,7 +238,7 @@ def job_columns(path: int, jobs, plan: CompiledScenario) -> dict[str, np.ndarray
     """A path's jobs as columns, from a JobTable's arrays or from a list of Job records."""
     if isinstance(jobs, JobTable) and jobs.outcome:
         c, o = jobs.columns, jobs.outcome
-        spec = {name: c[name] for name in ("gpus", "priority", "submit_s", "work_s")}
+        spec = {name: c[name] for name in ("gpus", "priority", "submit_s", "work_s", "checkpoint_s", "checkpoint_time_s")}
         pool = c["pool"]
         names = np.array(jobs.names, dtype=object)
         outcome = {name: o[name] for name in ("start_s", "end_s", "preemptions", "interruptions", "done_s")}
@@ -242,7 +248,9 @@ def job_columns(path: int, jobs, plan: CompiledScenario) -> dict[str, np.ndarray
         spec = {"gpus": np.array([j.gpus for j in jobs], dtype=np.int64),
                 "priority": np.array([j.priority for j in jobs], dtype=np.int64),
                 "submit_s": np.array([j.submit_s for j in jobs], dtype=float),
-                "work_s": np.array([j.work_s for j in jobs], dtype=float)}
+                "work_s": np.array([j.work_s for j in jobs], dtype=float),
+                "checkpoint_s": np.array([j.checkpoint_s for j in jobs], dtype=float),
+                "checkpoint_time_s": np.array([j.checkpoint_time_s for j in jobs], dtype=float)}
         pool = np.array([j.pool for j in jobs], dtype=np.int64)
         names = np.array([j.name for j in jobs], dtype=object)
         outcome = {"start_s": np.array([np.nan if j.start_s is None else j.start_s for j in jobs], dtype=float),
@@ -261,6 +269,7 @@ def job_columns(path: int, jobs, plan: CompiledScenario) -> dict[str, np.ndarray
         "priority": spec["priority"], "wait_s": outcome["start_s"] - spec["submit_s"],
         "preemptions": outcome["preemptions"], "interruptions": outcome["interruptions"], "work_s": spec["work_s"],
         "done_s": outcome["done_s"], "held_gpu_s": held + np.where(running, (plan.horizon_s - since) * gpus, 0.0),
+        "uninterrupted_wall_s": uninterrupted_wall_s(spec["work_s"], spec["checkpoint_s"], spec["checkpoint_time_s"]),
         "usd_per_day_late": _price_per_day_late(names, plan),
     }
 

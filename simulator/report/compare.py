@@ -16,7 +16,7 @@ from simulator.errors import RunConfigurationError
 from simulator.output import staged_directory
 from simulator.report.figures import overlaid
 from simulator.report.headline import headline_figures
-from simulator.report.html import Chart, png_bytes, render_page
+from simulator.report.html import Chart, png_bytes, render_page, transposed
 from simulator.report.rundata import RunData, load_run
 from simulator.report.tables import comparison_table
 
@@ -89,7 +89,7 @@ def render_comparison(directories: list[str | Path], out: str | Path) -> Path:
         "compare.html.j2",
         title="Comparison: " + ", ".join(runs),
         charts=charts,
-        differences=comparison_table(table),
+        differences=transposed(comparison_table(table)),
         sources=comparison_table(sources),
         expected_tables=2,
     )

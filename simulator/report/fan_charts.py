@@ -24,6 +24,19 @@ def new_figure(rows: int = 1, height: float = 3.0) -> tuple[Figure, list]:
     return fig, list(axes)
 
 
+def legends_outside(fig: Figure) -> Figure:
+    """Every panel's legend moved to the right of its panel, one entry a line, so that no
+    legend covers data whatever the series do; constrained layout narrows the panels to make
+    room (the same width for every panel of a figure, so their time axes stay aligned)."""
+    for ax in fig.axes:
+        if ax.get_legend() is None:
+            continue
+        handles, labels = ax.get_legend_handles_labels()
+        ax.legend(handles, labels, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8,
+                  frameon=False)
+    return fig
+
+
 #: Shaded areas are drawn on at most this many points (a chart is about 1,000 pixels wide).
 MAX_SHADED_POINTS = 1500
 

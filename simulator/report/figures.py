@@ -24,6 +24,7 @@ from simulator.report.fan_charts import (
     daily,
     fan,
     is_daily,
+    legends_outside,
     new_figure,
     plain,
 )
@@ -258,8 +259,8 @@ def overlaid(runs: dict[str, RunData], metric: str, title: str, ylabel: str, uni
         fan(ax, band, PALETTE[i % len(PALETTE)], label, scale=_scale(run, unit))
     ax.set_title(title)
     ax.set_ylabel(ylabel)
-    ax.legend(loc="upper left", fontsize=8)
-    return fig
+    ax.legend()
+    return legends_outside(fig)
 
 
 def run_figures(run: RunData) -> dict[str, tuple[str, Figure]]:
@@ -292,4 +293,4 @@ def run_figures(run: RunData) -> dict[str, tuple[str, Figure]]:
             "start: P50 line, P10–P90 shaded (P5–P95 lighter) over paths; the black line is zero."
             + (f" {share:.0%} of paths end a month with negative cash." if share is not None else ""),
             cash_balance(run))
-    return charts
+    return {name: (caption, legends_outside(figure)) for name, (caption, figure) in charts.items()}

@@ -33,8 +33,38 @@ COMPARED = (
 
 
 def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The few figures ``fleetcast run`` prints, as (label, text) rows; each quantile and
-    probability with its 90% Monte Carlo interval in brackets where the summary has one."""
+    """The few figures ``fleetcast run`` prints, as (label, text) rows: :func:`headline_parts`
+    joined with " · "."""
+    return [(label, SEPARATOR.join(parts)) for label, parts in headline_parts(summary)]
+
+
+#: Between two parts of a headline figure.
+SEPARATOR = " · "
+
+#: What each headline figure is, over the paths (the report's third column).
+STATISTICS = {
+    "First shortfall": "P10 · P50 · P90 over paths of each path's first shortfall",
+    "Paths running short": "share of paths [90% interval]",
+    "Hours short": "P50 (P90) over paths",
+    "Demand served": "pooled: Σ served / Σ demanded over paths and steps [90% interval]; P10 · P50 · P90 of "
+                     "each path's share",
+    "SLO attainment": "pooled: Σ requests within the SLO / Σ demanded [90% interval]; P10 · P50 · P90 of each "
+                      "path's share",
+    "GPU utilization": "P50 (P10 – P90) over paths of each path's busy / available GPU-hours",
+    "Total cost": "P50 [90% interval] (P10 – P90) over paths",
+    "Revenue": "P50 [90% interval] (P10 – P90) over paths",
+    "Gross margin": "P50 [90% interval] (P10 – P90) over paths of each path's margin %",
+    "Lowest cash": "each path's lowest month-end cash: P50 and P10 over paths, with that path's month",
+    "Runway": "months from the start until cash runs out: P50 and P10 over paths (past the horizon: closing "
+              "cash / burn of the last months, extrapolated)",
+}
+
+
+def headline_parts(summary: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The headline figures as (label, parts): each part a phrase that names its statistic
+    (P10/P50/P90 over paths, pooled, a share of paths) and that a narrow terminal keeps on one
+    line; each quantile and probability with its 90% Monte Carlo interval in brackets where
+    the summary has one."""
     first = summary["first_shortfall_time"]
     q = summary["quantiles"]
     ci = summary.get("quantiles_ci", {})
@@ -42,47 +72,83 @@ def headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
     def when(value: str | None) -> str:
         return "none" if value is None else value[:10]
 
-    def money(name: str) -> str:
+    def money(name: str) -> list[str]:
         band = q[name]
-        return (f"{money_text(band['p50'])}{_interval(ci.get(name, {}).get('p50'), _in_unit_of(band['p50']))}  "
-                f"(P10 {money_text(band['p10'])} – P90 {money_text(band['p90'])})")
+        return [f"P50 {money_text(band['p50'])}{_interval(ci.get(name, {}).get('p50'), _in_unit_of(band['p50']))}",
+                f"P10 {money_text(band['p10'])} – P90 {money_text(band['p90'])}"]
 
     if first["probability"] == 0:
-        shortfall = "none in any path"
+        shortfall = ["none in any path"]
     else:
-        shortfall = f"P10 {when(first['p10'])} · P50 {when(first['p50'])} · P90 {when(first['p90'])}"
+        shortfall = [f"P10 {when(first['p10'])}", f"P50 {when(first['p50'])}", f"P90 {when(first['p90'])}"]
     margin = q["gross_margin_pct"]
-    margin_text = (
-        "n/a (no revenue)"
+    margin_parts = (
+        ["n/a (no revenue)"]
         if margin["p50"] is None
-        else f"{margin['p50']:.1f}%{_interval(ci.get('gross_margin_pct', {}).get('p50'), lambda v: f'{v:.1f}')}  "
-             f"(P10 {margin['p10']:.1f}% – P90 {margin['p90']:.1f}%)"
+        else [f"P50 {margin['p50']:.1f}%{_interval(ci.get('gross_margin_pct', {}).get('p50'), lambda v: f'{v:.1f}')}",
+              f"P10 {margin['p10']:.1f}% – P90 {margin['p90']:.1f}%"]
     )
-    short = f"{first['probability']:.0%}{_interval(first.get('probability_ci'), percent)}"
+    short = [f"{first['probability']:.0%}{_interval(first.get('probability_ci'), percent)} of paths"]
     definition = summary.get("shortfall_definition")
     if definition:
-        short += f"  (short: over {100 * definition['min_unserved_share']:g}% unserved"
+        text = f"short: over {100 * definition['min_unserved_share']:g}% unserved"
         if definition.get("min_slo_attainment") is not None:
-            short += f" or under {100 * definition['min_slo_attainment']:g}% in SLO"
+            text += f" or under {100 * definition['min_slo_attainment']:g}% in SLO"
         if definition.get("min_duration") not in (None, "0s", 0):
-            short += f", for {definition['min_duration']} or more"
-        short += ")"
-    rows = [
-        ("First shortfall", shortfall),
-        ("Paths running short", short),
-    ]
+            text += f", for {definition['min_duration']} or more"
+        short.append(text)
+    rows = [("First shortfall", shortfall), ("Paths running short", short)]
     hours, gpu_hours = q.get("shortfall_hours"), q.get("gpu_hours_short")
     if hours and gpu_hours and first["probability"] > 0:  # (runs of earlier versions have no GPU-hours)
-        rows.append(("Hours short", f"{hours['p50']:,.0f} h (P90 {hours['p90']:,.0f} h) · "
-                                    f"{gpu_hours['p50']:,.0f} GPU-h (P90 {gpu_hours['p90']:,.0f})"))
-    rows += [
-        ("Demand served", f"{q['share_served']['p50']:.2%}  (P10 {q['share_served']['p10']:.2%})"),
-        ("GPU utilization", f"{q['utilization_mean']['p50']:.1%}"),
-        ("Total cost", money("cost_usd")),
-        ("Revenue", money("revenue_usd")),
-        ("Gross margin", margin_text),
-    ]
+        rows.append(("Hours short", [f"P50 {hours['p50']:,.0f} h (P90 {hours['p90']:,.0f} h)",
+                                     f"P50 {gpu_hours['p50']:,.0f} GPU-h (P90 {gpu_hours['p90']:,.0f})"]))
+    rows.append(("Demand served", _pooled_share(summary, "share_served")))
+    if "slo_attainment" in q:
+        rows.append(("SLO attainment", _pooled_share(summary, "slo_attainment", " of demand")))
+    use = q["utilization_mean"]
+    rows.append(("GPU utilization", [f"P50 {use['p50']:.1%}", f"P10 {use['p10']:.1%} – P90 {use['p90']:.1%}"]))
+    rows += [("Total cost", money("cost_usd")), ("Revenue", money("revenue_usd")), ("Gross margin", margin_parts)]
+    rows += cash_rows(summary.get("cash") or {})
     return rows
+
+
+def _pooled_share(summary: dict[str, Any], name: str, of: str = "") -> list[str]:
+    """A ratio pooled over paths and steps (with its interval) first, then each path's own
+    share at P10, P50 and P90; the P50 alone where the run predates pooled figures."""
+    band = summary["quantiles"][name]
+    pooled = (summary.get("pooled") or {}).get(name)
+    parts = []
+    if pooled is not None:
+        interval = (summary.get("pooled_ci") or {}).get(name)
+        parts.append(f"pooled {pooled:.2%}{_interval(interval, lambda v: f'{100 * v:.2f}')}{of}")
+    parts.append(f"per path P10 {band['p10']:.2%} · P50 {band['p50']:.2%} · P90 {band['p90']:.2%}")
+    return parts
+
+
+def cash_rows(cash: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The lowest month-end cash and the runway, each at P50 and P10 over paths (the path at
+    that rank: its own month); none for a run without them."""
+    lowest, runway = cash.get("lowest_balance_at_quantile"), cash.get("runway")
+    rows = []
+    if lowest:
+        rows.append(("Lowest cash", [f"{name.upper()} {money_text(lowest[name]['usd'])}"
+                                     + (f" in {lowest[name]['month'][:7]}" if lowest[name]["month"] else "")
+                                     for name in ("p50", "p10")]))
+    if runway:
+        rows.append(("Runway", [part for name in ("p50", "p10") for part in runway_text(name.upper(), runway[name])]))
+    return rows
+
+
+def runway_text(statistic: str, entry: dict[str, Any]) -> list[str]:
+    """One quantile of the runway in words: within the horizon, extrapolated past it (saying
+    so, with the burn it assumes), or none while cash is not falling."""
+    if entry["basis"] == "within_horizon":
+        month = f" {entry['month'][:7]}" if entry.get("month") else ""
+        return [f"{statistic} first negative month{month} (after {entry['months']:,.0f} months)"]
+    if entry["basis"] == "extrapolated":
+        return [f"{statistic} ~{entry['months_past_horizon']:,.0f} months past the horizon",
+                f"extrapolated at {money_text(entry['burn_end_usd_per_month'])}/month burn"]
+    return [f"{statistic} none: cash not falling at the end"]
 
 
 def _interval(pair: list[float | None] | None, show: Callable[[float], str], sep: str = ", ") -> str:

@@ -23,6 +23,7 @@ import jinja2
 import pandas as pd
 
 from simulator.errors import RunConfigurationError
+from simulator.report.assumptions import assumptions_table
 from simulator.report.figures import run_figures
 from simulator.report.model_latency import latency_finding, model_latency_table
 from simulator.report.plan_tables import plan_summary, plan_tables
@@ -37,7 +38,6 @@ from simulator.report.statements import (
     unit_economics_table,
 )
 from simulator.report.tables import (
-    assumptions_table,
     comparison_table,
     forecast_table,
     headline_table,
@@ -130,7 +130,7 @@ def _page(run: RunData) -> tuple[str, dict[str, Chart]]:
         "years": years_table(run.summary),
         "model_latency": model_latency_table(run.summary),
         "unit_economics": unit_economics_table(run.unit_economics, run.summary),
-        "comparison": comparison_table(run.comparison) if run.comparison is not None else None,
+        "comparison": transposed(comparison_table(run.comparison)) if run.comparison is not None else None,
         "forecast": forecast_table(run.scenario),
         "assumptions": assumptions_table(run.scenario),
         **plan_tables(run.plan),
@@ -160,6 +160,15 @@ def _page(run: RunData) -> tuple[str, dict[str, Chart]]:
         plan_text=plan_summary(run.plan),
     )
     return html, charts
+
+
+def transposed(table: dict[str, Any], corner: str = "Figure") -> dict[str, Any]:
+    """A table of one row per run turned to one column per run (named by the row's first cell),
+    one row per figure: many figures of a few runs fit a page's width."""
+    columns = [corner, *(row[0]["text"] for row in table["rows"])]
+    rows = [[{"text": name, "negative": False}, *(row[i] for row in table["rows"])]
+            for i, name in enumerate(table["columns"][1:], start=1)]
+    return {"columns": columns, "rows": rows}
 
 
 def _meta(run: RunData) -> str:

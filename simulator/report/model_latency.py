@@ -72,18 +72,29 @@ def model_latency_table(summary: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def latency_finding(summary: dict[str, Any]) -> dict[str, str] | None:
-    """The key-findings card: the model whose served requests meet the SLO least (P50 over
-    paths), so that a large model's misses show whatever the other models' volume."""
+    """The key-findings card: the model whose served requests meet the SLO least (pooled over
+    paths; P50 for a run without pooled figures), so that a large model's misses show
+    whatever the other models' volume."""
     models = {name: entry for name, entry in (summary.get("models") or {}).items()
               if (entry.get("slo_attainment") or {}).get("p50") is not None}
     if not models:
         return None
-    name = min(models, key=lambda each: models[each]["slo_attainment"]["p50"])
-    attainment, unserved = models[name]["slo_attainment"], models[name].get("unserved_share") or {}
-    note = (f"P10 {_share(attainment['p10'])} – P90 {_share(attainment['p90'])} over paths; "
-            f"{_share(unserved.get('p50'))} of its demand unserved (P50)")
+    name = min(models, key=lambda each: (models[each].get("slo_attainment_pooled")
+                                         if models[each].get("slo_attainment_pooled") is not None
+                                         else models[each]["slo_attainment"]["p50"]))
+    entry = models[name]
+    attainment, unserved = entry["slo_attainment"], entry.get("unserved_share") or {}
+    pooled = entry.get("slo_attainment_pooled")
+    if pooled is None:  # (a run of an earlier version: per-path quantiles only)
+        value = f"P50 {_share(attainment['p50'])}"
+        note = (f"P10 {_share(attainment['p10'])} – P90 {_share(attainment['p90'])} over paths; "
+                f"{_share(unserved.get('p50'))} of its demand unserved (P50)")
+    else:
+        value = f"pooled {_share(pooled)}"
+        note = (f"within the SLO of its requests served, pooled over paths; per path P10 "
+                f"{_share(attainment['p10'])} · P50 {_share(attainment['p50'])} · P90 {_share(attainment['p90'])}; "
+                f"{_share(entry.get('unserved_share_pooled'))} of its demand unserved (pooled)")
     if len(models) == 1:
-        return {"label": "SLO attainment", "value": f"P50 {_share(attainment['p50'])} of requests served",
-                "note": note}
-    return {"label": "SLO attainment, lowest model", "value": f"{name}: P50 {_share(attainment['p50'])}",
+        return {"label": "SLO attainment", "value": f"{value} of requests served", "note": note}
+    return {"label": "SLO attainment, lowest model", "value": f"{name}: {value}",
             "note": note + "; every model in the table below"}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from simulator.report.headline import money_text, percent
+from simulator.report.headline import money_text, percent, runway_text
 from simulator.report.tables import _cell, _table
 
 #: Totals and subtotals, set in bold.
@@ -213,9 +213,14 @@ def cash_finding(summary: dict[str, Any]) -> dict[str, str] | None:
     low = cash.get("lowest_balance_usd")
     if not low or low.get("p50") is None:
         return None
-    month = (cash.get("lowest_balance_month") or {}).get("p50")
-    value = f"P50 {money_text(low['p50'])}" + (f" in {month[:7]}" if month else "")
-    note = f"lowest month-end balance; P10 {money_text(low['p10'])} – P90 {money_text(low['p90'])}"
+    at = cash.get("lowest_balance_at_quantile")
+    if at:  # each quantile is a path's own lowest balance, in that path's month
+        value = f"P50 {_cash_at(at['p50'])}"
+        note = (f"each path's lowest month-end balance over paths; P10 {_cash_at(at['p10'])} – "
+                f"P90 {_cash_at(at['p90'])}")
+    else:  # (a run of an earlier version)
+        value = f"P50 {money_text(low['p50'])}"
+        note = f"lowest month-end balance; P10 {money_text(low['p10'])} – P90 {money_text(low['p90'])}"
     share = cash.get("negative_probability")
     if share:
         first = (cash.get("first_negative_month") or {}).get("p50")
@@ -225,12 +230,20 @@ def cash_finding(summary: dict[str, Any]) -> dict[str, str] | None:
                  + (f", first (P50) in {first[:7]}" if first else ""))
     elif share == 0:
         note += "; no path ends a month with negative cash"
-    past = (cash.get("runway_past_horizon_months") or {}).get("p50")
-    out_month = (cash.get("cash_out_month_extrapolated") or {}).get("p50")
-    if past is not None and out_month:
-        note += (f"; extrapolated at the last three months' burn, cash (P50) would run out in {out_month[:7]}, "
-                 f"{past:,.0f} months past the horizon")
+    runway = cash.get("runway")
+    if runway:
+        note += "; runway " + ", ".join(" ".join(runway_text(name.upper(), runway[name])) for name in ("p50", "p10"))
+    else:  # (a run of an earlier version)
+        past = (cash.get("runway_past_horizon_months") or {}).get("p50")
+        out_month = (cash.get("cash_out_month_extrapolated") or {}).get("p50")
+        if past is not None and out_month:
+            note += (f"; extrapolated at the last three months' burn, cash (P50) would run out in {out_month[:7]}, "
+                     f"{past:,.0f} months past the horizon")
     return {"label": "Lowest cash balance", "value": value, "note": note}
+
+
+def _cash_at(entry: dict[str, Any]) -> str:
+    return money_text(entry["usd"]) + (f" in {entry['month'][:7]}" if entry.get("month") else "")
 
 
 def covenant_finding(summary: dict[str, Any]) -> dict[str, str] | None:

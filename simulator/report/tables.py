@@ -1,4 +1,5 @@
-"""The report's tables and key findings, as plain rows of text (the template escapes them).
+"""The report's tables and key findings, as plain rows of text (the template escapes them;
+the assumptions are :mod:`simulator.report.assumptions`).
 
 A table is ``{"columns": [...], "rows": [[{"text": ..., "negative": bool}, ...], ...]}``.
 """
@@ -11,9 +12,7 @@ from typing import Any
 import pandas as pd
 
 from simulator.path.tables import COST_COMPONENTS
-from simulator.report.headline import headline, money_text, period_rows
-from simulator.scenario.served import ServedModel
-from simulator.scenario.serving_policy import Headroom, describe
+from simulator.report.headline import STATISTICS, headline, money_text, period_rows
 
 #: The contract's cost components (``simulator.path.tables.COST_COMPONENTS``) as a reader names them.
 COST_LABELS = dict(zip(COST_COMPONENTS, ("depreciation", "cloud and API", "energy", "facility", "other costs"),
@@ -39,19 +38,6 @@ def _cell(value: Any, kind: str = "text") -> dict[str, Any]:
 
 def _table(columns: list[str], rows: list[list[dict[str, Any]]]) -> dict[str, Any]:
     return {"columns": columns, "rows": rows}
-
-
-#: What each headline figure is, over the paths (the table's third column).
-STATISTICS = {
-    "First shortfall": "P10 · P50 · P90 over paths",
-    "Paths running short": "share of paths [90% interval]",
-    "Hours short": "P50 (P90) over paths",
-    "Demand served": "P50 (P10) over paths",
-    "GPU utilization": "P50 over paths",
-    "Total cost": "P50 [90% interval] (P10 – P90)",
-    "Revenue": "P50 [90% interval] (P10 – P90)",
-    "Gross margin": "P50 [90% interval] (P10 – P90)",
-}
 
 
 def headline_table(summary: dict[str, Any]) -> dict[str, Any]:
@@ -115,112 +101,6 @@ def forecast_table(scenario: dict[str, Any]) -> dict[str, Any] | None:
         for line in forecast.get("notes") or [f"{forecast.get('model', 'ETS')} (written in the scenario)"]:
             rows.append([_cell(model.get("name")), _cell(line)])
     return _table(["Model", "Forecast fitted to its history"], rows) if rows else None
-
-
-def assumptions_table(scenario: dict[str, Any]) -> dict[str, Any]:
-    """What the run assumed, one row per setting that shapes the answer most."""
-    rows: list[list[dict[str, Any]]] = []
-
-    def add(what: str, value: Any) -> None:
-        rows.append([_cell(what), _cell(value)])
-
-    horizon = scenario.get("horizon", {})
-    span = f"for {horizon.get('duration')}" if horizon.get("duration") is not None else f"to {horizon.get('end')}"
-    add("Horizon", f"{horizon.get('start')} {span} in steps of {horizon.get('step')}")
-    add("Paths and seed", f"{scenario.get('paths')} paths, seed {scenario.get('seed')}")
-    for pool in scenario.get("fleet", {}).get("pools", []):
-        acquisition = pool.get("acquisition") or {}
-        orders = pool.get("orders") or []
-        ordered = sum(order.get("count", 0) for order in orders)
-        add(f"Pool {pool.get('name')}",
-            f"{pool.get('count')} × {pool.get('gpu')}, {acquisition.get('type', 'owned')}"
-            + (f"; {ordered} more ordered in {len(orders)} orders" if orders else "")
-            + f"; serving policy: {_serving_policy(pool.get('serving_policy', 'all'))}")
-    for model in scenario.get("models", []):
-        demand = model.get("demand") or {}
-        growth = demand.get("growth") or {}
-        add(f"Model {model.get('name')}",
-            f"{demand.get('base_rps')} requests/s at the start, growth {growth.get('kind', 'constant')}, "
-            f"on {', '.join(model.get('pools') or [])}")
-        shapes = _replica_shapes(model)
-        if shapes:
-            add(f"Replicas of {model.get('name')}", "; ".join(shapes))
-        own = {pool: entry["serving_policy"] for pool, entry in (model.get("replicas") or {}).items()
-               if isinstance(entry, dict) and entry.get("serving_policy") is not None}
-        if own:
-            add(f"Serving policy of {model.get('name')}",
-                "; ".join(f"{_serving_policy(policy)} on {pool}" for pool, policy in own.items()))
-        if model.get("preempt_after"):
-            after = model["preempt_after"]
-            add(f"Before preempting training, {model.get('name')} uses",
-                "every rented pool it lists" if after == "rented" else ", ".join(after))
-    pricing = scenario.get("pricing") or {}
-    if pricing:
-        add("Token prices (scenario)", _prices(pricing))
-    for model in scenario.get("models", []):
-        add(f"Prices of {model.get('name')}", _model_prices(model, pricing))
-    training = scenario.get("training") or {}
-    if training.get("jobs") or training.get("streams"):
-        add("Training", f"{len(training.get('jobs') or [])} jobs, {len(training.get('streams') or [])} streams")
-    if scenario.get("uncertain"):
-        add("Uncertain inputs", ", ".join(sorted(scenario["uncertain"])))
-    return _table(["Assumption", "Value"], rows)
-
-
-def _serving_policy(value: Any) -> str:
-    """A serving policy as the resolved scenario writes it, in words."""
-    return describe(Headroom(**value) if isinstance(value, dict) else value)
-
-
-def _usd(value: Any) -> str:
-    try:
-        return f"${float(value):,.2f}"
-    except (TypeError, ValueError):
-        return str(value)
-
-
-def _prices(pricing: dict[str, Any]) -> str:
-    text = f"{_usd(pricing.get('input_usd_per_1m', 0))} per 1M input, {_usd(pricing.get('output_usd_per_1m', 0))} per 1M output"
-    decline = pricing.get("decline_per_year") or 0
-    return text + (f", falling {decline:.0%} a year" if decline else "")
-
-
-def _model_prices(model: dict[str, Any], default: dict[str, Any]) -> str:
-    """A model's own token prices (else the scenario's, said so), subscription and external API."""
-    own = model.get("pricing")
-    text = (_prices(own) + " (its own)") if own else (_prices(default) + " (the scenario's)")
-    subscription = model.get("subscription")
-    if subscription:
-        text += (f"; subscription {_usd(subscription.get('usd_per_month'))} per month for "
-                 f"{subscription.get('requests_per_day')} requests/day")
-    api = model.get("api")
-    if api:
-        text += (f"; external API ({api.get('mode', 'overflow')}) {_usd(api.get('input_usd_per_1m'))} per 1M input, "
-                 f"{_usd(api.get('output_usd_per_1m'))} per 1M output")
-    return text
-
-
-def _replica_shapes(model: dict[str, Any]) -> list[str]:
-    """Per pool: GPUs per replica and the requests/s one sustains (and the GPU it was derived on)."""
-    try:
-        served = ServedModel.model_validate(model)
-    except ValueError:  # a run directory written by another version: leave the row out
-        return []
-    out = []
-    for pool in served.pools:
-        shape = served.shape_on(pool)
-        if shape.capacity_rps is None:
-            continue
-        gpus = shape.gpus_per_replica
-        derived = f", derived on {shape.derived_on}" if shape.derived_on else ""
-        own = served.replicas.get(pool)
-        features = [part for part in ((own.derived_workload or "").split("; ") if own is not None else [])
-                    if part.startswith(("P:D", "speculative decoding", "host KV tier"))]
-        unit = " per disaggregated unit" if any(part.startswith("P:D") for part in features) else ""
-        extra = "".join(f"; {part}" for part in features)
-        out.append(f"{pool}: {gpus} GPU{'' if gpus == 1 else 's'}{unit}, {shape.capacity_rps:,.3g} req/s"
-                   f"{derived}{extra}")
-    return out
 
 
 def key_findings(summary: dict[str, Any]) -> list[dict[str, str]]:

@@ -33,6 +33,7 @@ from simulator.path.tables import (
     pools_table,
     timeseries_columns,
 )
+from simulator.path.training.lateness import late_s
 from simulator.runs.bands import path_series
 from simulator.runs.model_figures import path_model_series, path_model_sums
 from simulator.runs.need import path_need
@@ -67,8 +68,8 @@ class TrainingDigest:
     wait_sum_s: float
     #: End time of each named job of the scenario (NaT: not finished within the horizon).
     completion: dict[str, pd.Timestamp] = field(default_factory=dict)
-    #: Each named job's delay past an uninterrupted run from its submission (NaN: not
-    #: finished) and its preemptions.
+    #: Each named job's delay past its uninterrupted finish (submission + work + checkpoint
+    #: writes: :mod:`simulator.path.training.lateness`; NaN: not finished) and its preemptions.
     named_late_s: dict[str, float] = field(default_factory=dict)
     named_preemptions: dict[str, int] = field(default_factory=dict)
     named_lost_gpu_hours: dict[str, float] = field(default_factory=dict)  # GPU time held, not saved as work
@@ -234,6 +235,7 @@ def training_digest(jobs: dict[str, np.ndarray], start: pd.Timestamp, named: set
     ends = start + pd.to_timedelta(jobs["end_s"][list(present.values())].astype(float), unit="s")
     end_of = dict(zip(present, ends, strict=True))
     waits = jobs["wait_s"][started]
+    late = late_s(jobs["submit_s"], jobs["end_s"], jobs["uninterrupted_wall_s"])
     return TrainingDigest(
         jobs=len(jobs["job"]),
         started=int(started.sum()),
@@ -245,8 +247,7 @@ def training_digest(jobs: dict[str, np.ndarray], start: pd.Timestamp, named: set
         waits_s=np.asarray(waits, dtype=np.float64),
         wait_sum_s=math.fsum(waits),
         completion={name: end_of.get(name, pd.NaT) for name in sorted(named)},
-        named_late_s={name: float(jobs["end_s"][row] - jobs["submit_s"][row] - jobs["work_s"][row])
-                      for name, row in present.items()},
+        named_late_s={name: float(late[row]) for name, row in present.items()},
         named_preemptions={name: int(jobs["preemptions"][row]) for name, row in present.items()},
         named_lost_gpu_hours={name: float(jobs["held_gpu_s"][row] - jobs["done_s"][row] * jobs["gpus"][row]) / 3600.0
                               for name, row in present.items()},

@@ -24,6 +24,8 @@ contains the true value. They measure sampling error only, not whether the model
   Statist. Assoc.* 22, 209–212; Brown, Cai & DasGupta (2001), *Statist. Sci.* 16, 101–133.
 * :func:`mean_interval` — for a mean (a total's average over paths): the central-limit
   interval ``mean ± z·s/sqrt(n)``, with ``s`` the sample standard deviation.
+* :func:`ratio_interval` — for a pooled ratio (share served, SLO attainment: Σ over paths of
+  a numerator over Σ of a denominator), by the delta method of the ratio estimator.
 
 ``z`` is the standard normal quantile of ``(1 + level)/2`` (1.645 at 90%).
 :func:`binomial_cdf` is exact up to rounding: each probability is computed in log space
@@ -110,6 +112,23 @@ def mean_interval(values: ArrayLike, level: float = 0.9) -> Interval:
     mean = float(np.mean(x))
     half = _z(level) * float(np.std(x, ddof=1)) / math.sqrt(len(x))
     return _finite(mean - half), _finite(mean + half)
+
+
+def ratio_interval(numerators: ArrayLike, denominators: ArrayLike, level: float = 0.9) -> Interval:
+    """Normal-approximation interval for a pooled ratio ``R = Σ x / Σ y`` over paths (the ratio
+    estimator's delta method): ``R ± z·s_e/(sqrt(n)·mean(y))`` with ``s_e`` the sample standard
+    deviation of the residuals ``x_i − R·y_i``. Both bounds are ``None`` below two paths or
+    when the denominators sum to zero. Cochran, W. G. (1977), *Sampling Techniques*, 3rd ed., §6.4."""
+    _check_level(level)
+    x = np.asarray(numerators, dtype=np.float64).ravel()
+    y = np.asarray(denominators, dtype=np.float64).ravel()
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    if len(x) < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()) or y.sum() <= 0:
+        return None, None
+    ratio = float(x.sum() / y.sum())
+    half = _z(level) * float(np.std(x - ratio * y, ddof=1)) / (math.sqrt(len(x)) * float(np.mean(y)))
+    return _finite(ratio - half), _finite(ratio + half)
 
 
 def half_width(interval: Interval) -> float:

@@ -7,7 +7,9 @@ hides a low-volume large model's misses. So each model gets its own figures:
   served (the external API's included), and ``unserved_share`` = requests unserved ÷ demand;
   ``summary.json`` gives their P10/P50/P90 over paths under ``models`` (a path that served
   none of the model's requests has no attainment, one with no demand no unserved share:
-  each is left out of that quantile, and ``paths_served`` says how many paths it covers);
+  each is left out of that quantile, and ``paths_served`` says how many paths it covers),
+  and each pooled over every path (``slo_attainment_pooled``: Σ within the SLO ÷ Σ served;
+  ``unserved_share_pooled``: Σ unserved ÷ Σ demand);
 - per step, the same two ratios (1 where nothing was served, 0 where nothing was asked),
   whose per-step quantiles over every path are ``model_bands.parquet``: one row per (step,
   model, metric), ``time, model, metric, mean, p5, p10, p50, p90, p95``.
@@ -94,7 +96,15 @@ def model_summary(names: Sequence[str], sums: dict[int, np.ndarray]) -> dict[str
     with np.errstate(all="ignore"):
         attainment = np.where(served > 0, np.minimum(within / served, 1.0), np.nan)
         share = np.where(demand > 0, unserved / demand, np.nan)
+    totals = stacked.sum(axis=0)  # (models, 4): every path's requests
     return {name: {"slo_attainment": _quantiles(pd.Series(attainment[:, m])),
                    "unserved_share": _quantiles(pd.Series(share[:, m])),
-                   "paths_served": int((served[:, m] > 0).sum())}
+                   "paths_served": int((served[:, m] > 0).sum()),
+                   "slo_attainment_pooled": _pooled(min(totals[m, 3], totals[m, 1]), totals[m, 1]),
+                   "unserved_share_pooled": _pooled(totals[m, 2], totals[m, 0])}
             for m, name in enumerate(names)}
+
+
+def _pooled(numerator: float, denominator: float) -> float | None:
+    """A ratio of sums over every path (null when nothing was asked or served)."""
+    return float(numerator / denominator) if denominator > 0 else None

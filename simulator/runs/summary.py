@@ -17,10 +17,15 @@ import pandas as pd
 
 from simulator import group_sums
 from simulator.economics.alerts import summarize_alerts
-from simulator.economics.statements import cash_figures
 from simulator.group_sums import group_codes
 from simulator.runs.books_summary import books_summary, covenant_summary
-from simulator.runs.intervals import mean_interval, quantile_rank_bounds, wilson_interval
+from simulator.runs.cash_summary import cash_summary
+from simulator.runs.intervals import (
+    mean_interval,
+    quantile_rank_bounds,
+    ratio_interval,
+    wilson_interval,
+)
 from simulator.runs.periods import LEVEL, periods_json
 from simulator.scenario import Scenario
 from simulator.units import format_duration, format_timestamp
@@ -66,6 +71,29 @@ COMMITMENT_AFTER_HORIZON = "reserved_commitment_after_horizon_usd"
 TOTAL_COLUMNS = (*TOTALS, *_PARTS, "peak_shortfall_gpus", "shortfall_hours", "short_episodes", *RATIOS,
                  COMMITMENT_AFTER_HORIZON)
 MONTH_S = 365.25 / 12 * 86400
+#: What each block of ``summary.json`` holds: which statistic over the paths (``statistics``).
+STATISTICS = {
+    "totals": "mean over paths of each path's total; the ratios of RATIOS (share_served, slo_attainment, "
+              "utilization_mean, gross_margin_pct, unit costs) are pooled, as in `pooled`",
+    "totals_ci": "90% interval of each mean in `totals` (normal approximation)",
+    "pooled": "each ratio pooled over every path and step: sum of its numerator / sum of its denominator",
+    "pooled_ci": "90% interval of each pooled ratio (delta method of the ratio estimator)",
+    "quantiles": "P10/P50/P90 over paths of each path's own total or ratio (linear interpolation)",
+    "quantiles_ci": "90% distribution-free interval of each quantile",
+    "first_shortfall_time": "P10/P50/P90 over paths of each path's first shortfall (inverted CDF; null: after "
+                            "the horizon); probability: share of paths",
+    "break_even": "P10/P50/P90 over paths of each path's first such month (as first_shortfall_time)",
+    "cash.lowest_balance_usd": "P10/P50/P90 over paths of each path's lowest month-end cash",
+    "cash.lowest_balance_month": "the month of the lowest cash of the path at that quantile of lowest cash "
+                                 "(lowest_balance_at_quantile)",
+    "cash.runway": "P10/P50/P90 over paths of the months from the start until cash runs out, each the path at "
+                   "that rank; basis: within_horizon, extrapolated (closing cash / burn at the end) or not_burning",
+    "books": "P10/P50/P90 over paths",
+    "training.wait_s": "P50/P90/P99 and mean pooled over every started job of every path",
+    "training.named_jobs.late_s": "P10/P50/P90, over the paths the job finished on, of its end less its "
+                                  "uninterrupted finish (submission + work + checkpoint writes)",
+    "per_path": "each path's own totals and ratios",
+}
 
 
 def path_totals(timeseries: pd.DataFrame | Mapping[str, np.ndarray], step_s: float) -> pd.DataFrame:
@@ -130,6 +158,18 @@ def pooled_ratios(totals: pd.DataFrame) -> dict[str, float | None]:
     return {name: _number(sums[name].iloc[0]) for name in RATIOS if name in sums}
 
 
+def pooled_intervals(totals: pd.DataFrame) -> dict[str, list[float | None]]:
+    """The 90% interval of each pooled ratio (:func:`~simulator.runs.intervals.ratio_interval`
+    over the paths' sums), in the ratio's scale."""
+    out = {}
+    for name, (numerator, denominator, scale, _) in RATIOS.items():
+        if numerator in totals and denominator in totals:
+            low, high = ratio_interval(totals[numerator].to_numpy(dtype=float),
+                                       totals[denominator].to_numpy(dtype=float), LEVEL)
+            out[name] = [None if low is None else scale * low, None if high is None else scale * high]
+    return out
+
+
 def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
               training: dict[str, Any] | None, periods: pd.DataFrame | None = None) -> dict[str, Any]:
     """The content of ``summary.json``, from per-path totals (one row per path, from
@@ -148,7 +188,10 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
         "steps": horizon.n_steps,
         "confidence_level": LEVEL,
         "shortfall_definition": scenario.shortfall.model_dump(mode="json"),
+        "statistics": STATISTICS,
         "totals": means,
+        "pooled": pooled_ratios(totals),
+        "pooled_ci": pooled_intervals(totals),
         "totals_ci": {name: [None if v is None else _number(v)
                              for v in mean_interval(totals[name].to_numpy(dtype=np.float64), LEVEL)]
                       for name in metrics if name not in RATIOS},
@@ -166,41 +209,12 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
     }
     if periods is not None:
         summary["periods"] = periods_json(periods)
-    summary["cash"] = _cash_summary(pnl, scenario.financing.opening_cash_usd)
+    summary["cash"] = cash_summary(pnl, scenario.financing.opening_cash_usd, _quantiles, first_shortfall_quantiles)
     summary["books"] = books_summary(pnl, _quantiles)
     if any(facility.covenants.min_dscr is not None or facility.covenants.max_ltv is not None
            for facility in scenario.financing.facilities):
         summary["covenants"] = covenant_summary(pnl, _quantiles)
     return summary
-
-
-def _cash_summary(pnl: pd.DataFrame, opening_usd: float) -> dict[str, Any]:
-    """The lowest month-end cash balance, its month, and running out of cash, over paths."""
-    if not len(pnl) or "cash_balance_usd" not in pnl:
-        return {}
-    cash = cash_figures(pnl)
-    negative = cash["first_negative_month"].notna()
-    return {
-        "opening_usd": opening_usd,
-        "lowest_balance_usd": _quantiles(cash["lowest_cash_usd"]),
-        "lowest_balance_month": {name: value for name, value in first_shortfall_quantiles(
-            cash["lowest_cash_month"]).items() if name in QUANTILES},
-        # Running out: the first month ending with negative cash (null: not within the horizon
-        # on that share of paths), and the whole months before it.
-        "negative_probability": float(negative.mean()),
-        "negative_probability_ci": [float(x) for x in wilson_interval(int(negative.sum()), len(cash), LEVEL)],
-        "first_negative_month": {name: value for name, value in first_shortfall_quantiles(
-            cash["first_negative_month"]).items() if name in QUANTILES},
-        "runway_months": {name: _number(np.quantile(cash["runway_months"].fillna(np.inf), p, method="inverted_cdf"))
-                          for name, p in QUANTILES.items()},
-        # Past the horizon: an extrapolation at the last three months' burn (null: cash was not
-        # falling on that share of paths).
-        "runway_past_horizon_months": {
-            name: _number(np.quantile(cash["runway_past_horizon_months"].fillna(np.inf), p, method="inverted_cdf"))
-            for name, p in QUANTILES.items()},
-        "cash_out_month_extrapolated": {name: value for name, value in first_shortfall_quantiles(
-            cash["cash_out_month_extrapolated"]).items() if name in QUANTILES},
-    }
 
 
 def input_quantiles(inputs: pd.DataFrame) -> dict[str, dict[str, float | None]]:

@@ -4,7 +4,7 @@ runs it on the default scenario).
 It simulates one path of the scenario over two days, serially, and writes nothing but caches:
 numba keeps every kernel it compiles on disk (``cache=True``, in the folder
 :mod:`simulator.compiled_cache` names) and the
-serving capacity a replica derives is kept in ``~/.cache/fleetcast``. So the first ``make
+serving capacity a replica derives is kept in the capacity cache (:mod:`simulator.cache_dirs`). So the first ``make
 run`` pays neither the compilation nor the request-level derivation.
 """
 

@@ -32,11 +32,17 @@ from simulator.runs.workbook_books import (
     contract_rows,
     covenant_rows,
 )
+from simulator.runs.workbook_format import (
+    MULTIPLE,
+    PERCENT_POINTS,
+    SHARE,
+    column_format,
+    column_widths,
+    money_format,
+)
 
-MONEY = '#,##0.00;[Red]-#,##0.00'
-PERCENT = '0.0'
-MULTIPLE = '0.00"×"'
-LINE_FORMATS = {"ratio": PERCENT, "multiple": MULTIPLE, "any": '0%'}
+#: Number formats of the statements' lines that are not money (see :mod:`simulator.runs.workbook_format`).
+LINE_FORMATS = {"ratio": PERCENT_POINTS, "multiple": MULTIPLE, "any": SHARE}
 MAX_ROWS = 2_000  # openpyxl writes ~50,000 cells a second: a sample to audit, not every path
 _CASH_LINES = ("operating_cash_flow_usd", "capex_usd", "loan_drawn_usd", "loan_repaid_usd", "cash_flow_usd",
                "cash_balance_usd", "debt_balance_usd")
@@ -97,53 +103,43 @@ def _filled(book, results: Any, resolved_yaml: str, WriteOnlyCell, bold) -> byte
             out.font = bold
         return out
 
-    statements = results.statements
-    for kind in PERIODS:
-        sheet = book.create_sheet({"month": "Monthly", "quarter": "Quarterly", "year": "Yearly"}[kind])
-        rows = statements[statements["period_kind"] == kind] if len(statements) else statements
-        _widths(sheet, [[None] * (1 + rows["period"].nunique())] if len(rows) else [], 34)
-        for row in _statement_rows(rows, kind):
-            sheet.append([cell(sheet, *item) for item in row])
-    sheet = book.create_sheet("Cash flow")
-    for row in _cash_rows(statements):
-        sheet.append([cell(sheet, *item) for item in row])
-    quarter = lambda period: _period_label(pd.Timestamp(period), "quarter")  # noqa: E731
-    covenants = (getattr(results, "summary", None) or {}).get("covenants")
-    for title, rows, width in (("Balance sheet", balance_sheet_rows(statements, quarter) if len(statements) else [], 40),
-                               ("Cash flow statement", cash_flow_rows(statements, quarter) if len(statements) else [],
-                                48),
-                               ("Covenants", covenant_rows(covenants, statements, quarter) if len(statements) else [],
-                                12),
-                               ("Contract book", contract_rows(getattr(results, "contract_book", pd.DataFrame()),
-                                                               int((getattr(results, "summary", None) or {})
-                                                                   .get("paths", 1)), quarter), 20)):
+    def write(title: str, rows: list[list[tuple]]) -> None:
+        """A sheet of rows of (value, number format, bold), its columns as wide as their text."""
         sheet = book.create_sheet(title)
-        _widths(sheet, rows, width)
+        _widths(sheet, rows)
         for row in rows:
             sheet.append([cell(sheet, *item) for item in row])
-    sheet = book.create_sheet("Unit economics")
-    for row in _table_rows(results.unit_economics):
-        sheet.append([cell(sheet, *item) for item in row])
+
+    statements = results.statements
+    for kind in PERIODS:
+        rows = statements[statements["period_kind"] == kind] if len(statements) else statements
+        write({"month": "Monthly", "quarter": "Quarterly", "year": "Yearly"}[kind], _statement_rows(rows, kind))
+    write("Cash flow", _cash_rows(statements))
+    quarter = lambda period: _period_label(pd.Timestamp(period), "quarter")  # noqa: E731
+    covenants = (getattr(results, "summary", None) or {}).get("covenants")
+    for title, rows in (("Balance sheet", balance_sheet_rows(statements, quarter) if len(statements) else []),
+                        ("Cash flow statement", cash_flow_rows(statements, quarter) if len(statements) else []),
+                        ("Covenants", covenant_rows(covenants, statements, quarter) if len(statements) else []),
+                        ("Contract book", contract_rows(getattr(results, "contract_book", pd.DataFrame()),
+                                                        int((getattr(results, "summary", None) or {}).get("paths", 1)),
+                                                        quarter))):
+        write(title, rows)
+    write("Unit economics", _table_rows(results.unit_economics))
     kept = results.pnl[results.pnl["path"] < max(results.kept_paths, 1)] if len(results.pnl) else results.pnl
-    sheet = book.create_sheet("P&L by path")
-    for row in _table_rows(kept.head(MAX_ROWS)):
-        sheet.append([cell(sheet, *item) for item in row])
-    sheet = book.create_sheet("Assumptions")
-    sheet.column_dimensions["A"].width = 60
-    sheet.append([cell(sheet, "field", strong=True), cell(sheet, "value", strong=True)])
-    for field, value in _flatten(yaml.safe_load(resolved_yaml)):
-        sheet.append([cell(sheet, field), cell(sheet, value if isinstance(value, int | float | str | bool) else str(value))])
+    write("P&L by path", _table_rows(kept.head(MAX_ROWS)))
+    write("Assumptions", [[("field", None, True), ("value", None, True)],
+                          *([(field, None, False), (value if isinstance(value, int | float | str | bool) else str(value),
+                                                     None, False)]
+                            for field, value in _flatten(yaml.safe_load(resolved_yaml)))])
     buffer = io.BytesIO()
     book.save(buffer)
     return buffer.getvalue()
 
 
-def _widths(sheet, rows: list[list[tuple]], first: float) -> None:
-    """Set column widths before a write-only sheet's rows: the labels', then the figures'."""
-    columns = max((len(row) for row in rows), default=0)
-    sheet.column_dimensions["A"].width = first
-    for index in range(1, columns):
-        sheet.column_dimensions[_letters(index)].width = 16
+def _widths(sheet, rows: list[list[tuple]]) -> None:
+    """Set column widths before a write-only sheet's rows: each as wide as the text it shows."""
+    for index, width in enumerate(column_widths(rows)):
+        sheet.column_dimensions[_letters(index)].width = width
 
 
 def _letters(index: int) -> str:
@@ -178,7 +174,7 @@ def _statement_rows(rows: pd.DataFrame, kind: str) -> list[list[tuple]]:
         for line, label, line_kind in lines:
             values = [cells[(line, period)] for period in periods]
             out.append([(label.strip(), None, False),
-                        *((None if pd.isna(v) else float(v), LINE_FORMATS.get(line_kind, MONEY), False)
+                        *((None if pd.isna(v) else float(v), LINE_FORMATS.get(line_kind) or money_format(v), False)
                           for v in values)])
         out += [[], []]
     return out
@@ -195,16 +191,17 @@ def _cash_rows(statements: pd.DataFrame) -> list[list[tuple]]:
     for period in dict.fromkeys(monthly["period"]):
         values = [by["p50"][(period, line)] for line in _CASH_LINES]
         values += [by["p10"][(period, "cash_balance_usd")], by["p90"][(period, "cash_balance_usd")]]
-        out.append([(period.to_pydatetime(), "yyyy-mm", False), *((float(v), MONEY, False) for v in values)])
+        out.append([(period.to_pydatetime(), "yyyy-mm", False), *((float(v), money_format(v), False) for v in values)])
     return out
 
 
 def _table_rows(table: pd.DataFrame) -> list[list[tuple]]:
-    formats = ["yyyy-mm-dd" if pd.api.types.is_datetime64_any_dtype(table[c]) else MONEY if c.endswith("_usd")
-               else PERCENT if c.endswith("_pct") else None for c in table.columns]
-    out = [[(column, None, True) for column in table.columns]]
+    """A table's header and rows, each value in the format its column and size call for."""
+    columns = [str(column) for column in table.columns]
+    out = [[(column, None, True) for column in columns]]
     for row in table.itertuples(index=False):
-        out.append([(_plain(value), number_format, False) for value, number_format in zip(row, formats, strict=True)])
+        values = [_plain(value) for value in row]
+        out.append([(value, column_format(column, value), False) for column, value in zip(columns, values, strict=True)])
     return out
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from simulator.scenario.catalog import BUILTIN_GPUS
 from simulator.scenario.errors import ScenarioError
+from simulator.scenario.suggest import unknown_name
 
 if TYPE_CHECKING:
     from simulator.scenario.scenario import Scenario
@@ -21,15 +22,16 @@ def check_books(scenario: Scenario, pool_names: list[str]) -> None:
             for slot, name in enumerate(getattr(facility, field) or []):
                 if name not in owned:
                     known = ", ".join(sorted(owned)) or "none"
-                    what = "unknown pool" if name not in pool_names else "not an owned pool"
-                    raise ScenarioError(("financing", "facilities", index, field, slot),
-                                        f"{what} {name!r}; owned pools: {known}")
+                    where = ("financing", "facilities", index, field, slot)
+                    if name not in pool_names:
+                        raise ScenarioError(where, unknown_name("pool", name, sorted(owned), "owned pools"))
+                    raise ScenarioError(where, f"not an owned pool {name!r}; owned pools: {known}")
     _check_contracts(scenario, pool_names)
     seen: set = set()
     for index, market in enumerate(scenario.markets.rent):
         where = ("markets", "rent", index, "pool")
         if market.pool not in pool_names:
-            raise ScenarioError(where, f"unknown pool {market.pool!r}; pools: {', '.join(pool_names)}")
+            raise ScenarioError(where, unknown_name("pool", market.pool, pool_names))
         kind = scenario.fleet.pools[pool_names.index(market.pool)].acquisition.type
         if kind not in ("on_demand", "spot"):
             raise ScenarioError(where, f"pool {market.pool!r} is {kind}: rates move for on-demand and spot pools")
@@ -39,7 +41,7 @@ def check_books(scenario: Scenario, pool_names: list[str]) -> None:
     for index, market in enumerate(scenario.markets.purchase):
         where = ("markets", "purchase", index, "pool")
         if market.pool not in pool_names:
-            raise ScenarioError(where, f"unknown pool {market.pool!r}; pools: {', '.join(pool_names)}")
+            raise ScenarioError(where, unknown_name("pool", market.pool, pool_names))
         if not scenario.fleet.pools[pool_names.index(market.pool)].owned:
             raise ScenarioError(where, f"pool {market.pool!r} is not owned: purchase prices move for owned pools")
         if ("purchase", market.pool) in seen:
@@ -49,7 +51,7 @@ def check_books(scenario: Scenario, pool_names: list[str]) -> None:
     for index, market in enumerate(scenario.markets.api):
         where = ("markets", "api", index, "model")
         if market.model not in models:
-            raise ScenarioError(where, f"unknown model {market.model!r}; models: {', '.join(models)}")
+            raise ScenarioError(where, unknown_name("model", market.model, models))
         if scenario.models[models.index(market.model)].api is None:
             raise ScenarioError(where, f"model {market.model!r} has no 'api' tier whose prices could move")
         if ("api", market.model) in seen:
@@ -57,8 +59,8 @@ def check_books(scenario: Scenario, pool_names: list[str]) -> None:
         seen.add(("api", market.model))
     for gpu in scenario.market_value:
         if gpu not in scenario.gpus and gpu not in BUILTIN_GPUS:
-            known = ", ".join(sorted({*BUILTIN_GPUS, *scenario.gpus}))
-            raise ScenarioError(("market_value", gpu), f"unknown GPU {gpu!r}; known: {known}")
+            raise ScenarioError(("market_value", gpu),
+                                unknown_name("GPU", gpu, sorted({*BUILTIN_GPUS, *scenario.gpus}), "known"))
 
 
 def _check_contracts(scenario: Scenario, pool_names: list[str]) -> None:
@@ -74,8 +76,7 @@ def _check_contracts(scenario: Scenario, pool_names: list[str]) -> None:
                 raise ScenarioError((*where, "name"), f"duplicate contract name {contract.name!r}")
             names.append(contract.name)
             if contract.pool not in pool_names:
-                known = ", ".join(pool_names) or "none defined"
-                raise ScenarioError((*where, "pool"), f"unknown pool {contract.pool!r}; pools: {known}")
+                raise ScenarioError((*where, "pool"), unknown_name("pool", contract.pool, pool_names))
             pool = scenario.fleet.pools[pool_names.index(contract.pool)]
             if pool.acquisition.type not in ("owned", "reserved"):
                 raise ScenarioError((*where, "pool"), f"pool {contract.pool!r} is {pool.acquisition.type}: contracts "

@@ -46,7 +46,7 @@ class GpuSpec(Frozen):
     tops_int8: Annotated[float, Field(gt=0)] | None = Field(
         default=None, description="Dense INT8 peak, TOP/s (given for TPUs, whose low-precision path it is)"
     )
-    memory_gb: Positive
+    memory_gb: Positive = Field(description="High-bandwidth memory per GPU, GB")
     memory_visible_gib: Annotated[float, Field(gt=0)] | None = Field(
         default=None, description="Device memory the driver reports (nvidia-smi total), GiB; vLLM's "
         "gpu_memory_utilization is a share of it. Default: memory_gb read as GiB less 0.5%"

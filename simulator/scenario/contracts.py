@@ -38,8 +38,10 @@ class ContractTerms(Frozen):
     take_or_pay: Fraction = Field(default=1.0, description="Share of the contracted GPU-hours paid used or not")
     usage: Fraction = Field(default=1.0, description="Share of the held GPU time the customer keeps busy")
     prepaid_share: Fraction = Field(default=0.0, description="Share of a term's committed value paid at its start")
-    renewal_probability: Fraction = 0.0
-    default_probability_per_year: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    renewal_probability: Fraction = Field(
+        default=0.0, description="Probability (0–1) that a term is renewed at its end, drawn per path")
+    default_probability_per_year: Annotated[float, Field(ge=0, lt=1)] = Field(
+        default=0.0, description="Probability (0–1) per year that the customer defaults (a constant hazard, drawn per path)")
     sla_credit_usd_per_gpu_hour: NonNegative = Field(
         default=0.0, description="Credited to the customer per contracted GPU-hour not delivered")
 
@@ -47,17 +49,19 @@ class ContractTerms(Frozen):
 class Contract(ContractTerms):
     """A contract signed: ``gpus`` GPUs of ``pool`` from ``start`` for ``term``."""
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=60)]
-    gpus: Annotated[int, Field(ge=1, le=1_000_000)]
-    start: Instant
-    usd_per_gpu_hour: NonNegative
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=60)] = Field(
+        description="Unique name of the contract (letters, digits, _ . -)")
+    gpus: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        description="GPUs held for the customer, a whole number")
+    start: Instant = Field(description="Date the first term starts (ISO date, UTC)")
+    usd_per_gpu_hour: NonNegative = Field(description="Price billed per contracted GPU-hour, $/GPU-hour")
 
 
 class Range(Frozen):
     """A value drawn uniformly between ``low`` and ``high``."""
 
-    low: NonNegative
-    high: NonNegative
+    low: NonNegative = Field(description="Lower end of the uniform range (same unit as the field)")
+    high: NonNegative = Field(description="Upper end of the uniform range (same unit as the field)")
 
     @model_validator(mode="after")
     def _ordered(self) -> Range:
@@ -69,8 +73,11 @@ class Range(Frozen):
 class ContractPipeline(ContractTerms):
     """Contracts to come: Poisson arrivals, sizes and prices drawn per contract."""
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=60)]
-    arrivals_per_month: Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)]
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=60)] = Field(
+        description="Name of the pipeline; its contracts are named NAME#k")
+    arrivals_per_month: Annotated[float, Field(gt=0, le=1000, allow_inf_nan=False)] = Field(
+        description="Mean contracts signed per month (a Poisson process)")
     gpus: Range = Field(description="GPUs per contract, uniform on [low, high] (rounded to whole GPUs)")
-    usd_per_gpu_hour: Range
+    usd_per_gpu_hour: Range = Field(
+        description="Price of each contract, $/GPU-hour, drawn uniformly on [low, high]")
     lead_time: Duration = Field(default=0.0, description="From signing to the contract's start")

@@ -24,13 +24,14 @@ from simulator.scenario.types import Fraction, Frozen, NonNegative, Positive, Wh
 class ConstantGrowth(Frozen):
     """No growth: the base rate throughout."""
 
-    kind: Literal["constant"] = "constant"
+    kind: Literal["constant"] = Field(default="constant", description="constant: the base rate throughout")
 
 
 class LinearGrowth(Frozen):
     """``1 + increase_per_month × months``: the base rate gains a fixed amount each month."""
 
-    kind: Literal["linear"] = "linear"
+    kind: Literal["linear"] = Field(
+        default="linear", description="linear: 1 + increase_per_month × months, as a multiple of the base rate")
     increase_per_month: Annotated[float, Field(ge=-1, allow_inf_nan=False)] = Field(
         description="Added each month, as a fraction of the base rate (0.1 = +10% of base)"
     )
@@ -39,7 +40,8 @@ class LinearGrowth(Frozen):
 class ExponentialGrowth(Frozen):
     """``(1 + rate_per_month) ** months``: compound growth."""
 
-    kind: Literal["exponential"] = "exponential"
+    kind: Literal["exponential"] = Field(
+        default="exponential", description="exponential: (1 + rate_per_month) ^ months")
     rate_per_month: Annotated[float, Field(gt=-1, le=10, allow_inf_nan=False)] = Field(
         description="Monthly growth rate (0.15 = 15% a month)"
     )
@@ -52,7 +54,8 @@ class LogisticGrowth(Frozen):
     ceiling, and approaches ``ceiling`` times the base rate.
     """
 
-    kind: Literal["logistic"] = "logistic"
+    kind: Literal["logistic"] = Field(
+        default="logistic", description="logistic: starts at 1 and saturates at ceiling × the base rate")
     ceiling: Annotated[float, Field(gt=1, allow_inf_nan=False)] = Field(
         description="Saturation level as a multiple of the base rate"
     )
@@ -62,8 +65,8 @@ class LogisticGrowth(Frozen):
 class RatePoint(Frozen):
     """One point of a piecewise rate curve."""
 
-    at: When
-    rps: NonNegative
+    at: When = Field(description="Date (ISO, UTC) or offset from the horizon's start (a duration)")
+    rps: NonNegative = Field(description="Mean demand at that date, requests/s")
 
 
 class PiecewiseGrowth(Frozen):
@@ -76,9 +79,12 @@ class PiecewiseGrowth(Frozen):
     history do not silently become a flat forecast.
     """
 
-    kind: Literal["piecewise"] = "piecewise"
-    csv: str | None = None
-    points: list[RatePoint] = Field(default_factory=list)
+    kind: Literal["piecewise"] = Field(
+        default="piecewise", description="piecewise: absolute rates at dates, linear between points (no base_rps)")
+    csv: str | None = Field(
+        default=None, description="A CSV of the points instead of `points` (columns date,rps; a path relative to the scenario)")
+    points: list[RatePoint] = Field(
+        default_factory=list, description="The rates at dates, in date order: [{at, rps}]")
     extrapolate: Literal["hold", "trend"] | None = Field(
         default=None, description="After the last point: hold its rate, or continue the last segment's trend")
 
@@ -133,9 +139,11 @@ class Seasonality(Frozen):
     the total. Times are UTC.
     """
 
-    daily_amplitude: Fraction = 0.0
+    daily_amplitude: Fraction = Field(
+        default=0.0, description="Relative swing of the daily cosine, share 0–1 (0.35: ±35% around the mean)")
     peak_hour: Annotated[float, Field(ge=0, lt=24)] = Field(default=15.0, description="UTC hour")
-    weekly_amplitude: Fraction = 0.0
+    weekly_amplitude: Fraction = Field(
+        default=0.0, description="Relative swing of the weekly cosine, share 0–1")
     peak_weekday: Annotated[int, Field(ge=0, le=6)] = Field(
         default=2, description="0 = Monday … 6 = Sunday"
     )
@@ -195,18 +203,21 @@ class Demand(Frozen):
     start: When | LaunchAfter | None = Field(
         default=None, description="Launch: no demand before this date, or until a training job is done"
     )
-    growth: Growth = Field(default_factory=ConstantGrowth)
+    growth: Growth = Field(
+        default_factory=ConstantGrowth, description="How the mean rate grows: constant, linear, exponential, logistic or piecewise (by `kind`)")
     history: str | HistorySpec | None = Field(
         default=None,
         description="CSV of past traffic (date, rps or requests), or a block with its file and how to read and "
         "fit it: base_rps, growth, seasonality and forecast are fitted from it when the scenario loads")
     forecast: DemandForecast | None = Field(
         default=None, description="A fitted forecast model: each path draws its own demand path from it")
-    seasonality: Seasonality = Field(default_factory=Seasonality)
+    seasonality: Seasonality = Field(
+        default_factory=Seasonality, description="Daily and weekly cycles (cosines or profiles), each averaging to 1")
     volatility: Volatility | None = Field(
         default=None, description="Day-to-day multiplicative swings (default off); applies with noise: none too"
     )
-    noise: Literal["poisson", "none"] = "poisson"
+    noise: Literal["poisson", "none"] = Field(
+        default="poisson", description="poisson: requests per step are Poisson around the expected count; none: the expected count (for hand checks)")
     input_tokens: NonNegative = Field(default=1000.0, description="Mean prompt tokens per request")
     output_tokens: NonNegative = Field(default=250.0, description="Mean output tokens per request")
 

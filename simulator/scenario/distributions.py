@@ -23,8 +23,8 @@ _Z90 = 1.2815515655446004  # standard normal quantile at 0.9
 class FixedDuration(Frozen):
     """Always ``value``."""
 
-    dist: Literal["fixed"] = "fixed"
-    value: Duration
+    dist: Literal["fixed"] = Field(default="fixed", description="fixed: always the same duration")
+    value: Duration = Field(description="The duration (e.g. 4h)")
 
     @property
     def mean(self) -> float:
@@ -40,8 +40,9 @@ class FixedDuration(Frozen):
 class ExponentialDuration(Frozen):
     """Memoryless, with the given ``mean``."""
 
-    dist: Literal["exponential"] = "exponential"
-    mean: PositiveDuration
+    dist: Literal["exponential"] = Field(
+        default="exponential", description="exponential: memoryless, with the given mean")
+    mean: PositiveDuration = Field(description="Mean duration (e.g. 12h)")
 
     def sample(self, rng: np.random.Generator, size: int | None = None) -> np.ndarray | float:
         return rng.exponential(self.mean, size)
@@ -53,9 +54,10 @@ class ExponentialDuration(Frozen):
 class UniformDuration(Frozen):
     """Uniform between ``low`` and ``high``."""
 
-    dist: Literal["uniform"] = "uniform"
-    low: Duration
-    high: Duration
+    dist: Literal["uniform"] = Field(
+        default="uniform", description="uniform: every duration between low and high equally likely")
+    low: Duration = Field(description="Shortest duration (e.g. 2w)")
+    high: Duration = Field(description="Longest duration (e.g. 8w)")
 
     @model_validator(mode="after")
     def _ordered(self) -> UniformDuration:
@@ -77,9 +79,10 @@ class UniformDuration(Frozen):
 class LognormalDuration(Frozen):
     """Lognormal given by its ``median`` and 90th percentile (right-skewed, like repairs and slips)."""
 
-    dist: Literal["lognormal"] = "lognormal"
-    median: Duration
-    p90: Duration
+    dist: Literal["lognormal"] = Field(
+        default="lognormal", description="lognormal: given by its median and 90th percentile")
+    median: Duration = Field(description="Median duration (e.g. 6w)")
+    p90: Duration = Field(description="90th-percentile duration, above the median (e.g. 13w)")
 
     @model_validator(mode="after")
     def _ordered(self) -> LognormalDuration:

@@ -19,8 +19,10 @@ from simulator.scenario.types import Fraction, Frozen, Instant, NonNegative
 class Pricing(Frozen):
     """What users pay, per million tokens; prices may fall by a share each year."""
 
-    input_usd_per_1m: NonNegative = 0.0
-    output_usd_per_1m: NonNegative = 0.0
+    input_usd_per_1m: NonNegative = Field(
+        default=0.0, description="Price charged for input tokens, $ per 1M tokens")
+    output_usd_per_1m: NonNegative = Field(
+        default=0.0, description="Price charged for output tokens, $ per 1M tokens")
     decline_per_year: Annotated[float, Field(ge=0, lt=1)] = Field(
         default=0.0, description="Yearly price decline (0.3 = prices fall 30% a year, compounded)"
     )
@@ -33,18 +35,21 @@ class Subscription(Frozen):
     requests one subscriber sends, so demand growth is subscriber growth.
     """
 
-    usd_per_month: NonNegative
-    requests_per_day: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    usd_per_month: NonNegative = Field(description="What each subscriber pays, $/month")
+    requests_per_day: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        description="Requests a subscriber makes per day: subscribers = demand rate without seasonality / this")
 
 
 class ExternalApi(Frozen):
     """A third-party model API: ``overflow`` takes what self-hosting cannot serve,
     ``all`` serves every request. Priced per million tokens, limited in requests per second."""
 
-    mode: Literal["overflow", "all"] = "overflow"
-    input_usd_per_1m: NonNegative
-    output_usd_per_1m: NonNegative
-    rate_limit_rps: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    mode: Literal["overflow", "all"] = Field(
+        default="overflow", description="overflow: the API takes what self-hosting cannot serve; all: it serves everything (no pools needed)")
+    input_usd_per_1m: NonNegative = Field(description="API price of input tokens, $ per 1M tokens")
+    output_usd_per_1m: NonNegative = Field(description="API price of output tokens, $ per 1M tokens")
+    rate_limit_rps: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
+        default=None, description="Most requests per second the API takes (none: unlimited)")
 
 
 class Financing(Frozen):
@@ -57,11 +62,14 @@ class Financing(Frozen):
     """
 
     opening_cash_usd: float = Field(default=0.0, allow_inf_nan=False, description="Cash at the horizon's start")
-    share_of_capex: Fraction = 0.0
+    share_of_capex: Fraction = Field(
+        default=0.0, description="Share (0–1) of each month's capex borrowed on the single loan")
     cap_usd: NonNegative | None = Field(
         default=None, description="Most that may be borrowed in all (past it, purchases are paid from cash)")
-    rate_per_year: Annotated[float, Field(ge=0, le=1)] = 0.08
-    term_years: Annotated[float, Field(gt=0, le=30)] = 3.0
+    rate_per_year: Annotated[float, Field(ge=0, le=1)] = Field(
+        default=0.08, description="Interest rate of that loan, per year (0.08 = 8%)")
+    term_years: Annotated[float, Field(gt=0, le=30)] = Field(
+        default=3.0, description="Each month's loan is repaid in equal monthly instalments over this many years")
     facilities: list[DebtFacility] = Field(default_factory=list, description="Debt facilities (term loans, delayed-draw, "
                                        "revolvers), each with its covenants")
     equity: list[EquityRound] = Field(default_factory=list, description="Equity rounds: cash raised on a date")
@@ -91,7 +99,8 @@ class Taxes(Frozen):
     before tax, paid in the month; ``basis: yearly`` on each calendar year's income less the
     losses carried in (:mod:`simulator.economics.taxes`)."""
 
-    rate: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    rate: Annotated[float, Field(ge=0, lt=1)] = Field(
+        default=0.0, description="Income tax rate, share 0–1 (0.21: US federal)")
     basis: Literal["monthly", "yearly"] = Field(
         default="monthly", description="monthly: each positive month, no loss carried; yearly: losses carried forward")
     nol_limit_share: Annotated[float, Field(gt=0, le=1)] = Field(
@@ -104,8 +113,8 @@ class Taxes(Frozen):
 class OpexStep(Frozen):
     """From ``at`` on, the line costs ``usd_per_month`` (its growth continues from there)."""
 
-    at: Instant
-    usd_per_month: NonNegative
+    at: Instant = Field(description="Date the new amount applies from (ISO, UTC)")
+    usd_per_month: NonNegative = Field(description="The amount from that date, $/month")
 
 
 class OpexLine(Frozen):
@@ -116,12 +125,15 @@ class OpexLine(Frozen):
     calendar month from the line's start (or its latest step); ``steps`` set new levels.
     """
 
-    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)]
-    usd_per_month: NonNegative
-    growth_per_month: Annotated[float, Field(ge=-0.5, le=1)] = 0.0
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)] = Field(
+        description="Name of the expense line (payroll, sga, …); its column is opex_<name>_usd")
+    usd_per_month: NonNegative = Field(description="Amount per calendar month at the line's start, $/month")
+    growth_per_month: Annotated[float, Field(ge=-0.5, le=1)] = Field(
+        default=0.0, description="Growth of the amount every month from its start or latest step, per month (0.03 = 3%)")
     start: Instant | None = Field(default=None, description="First day of the line (default: the horizon's)")
     end: Instant | None = Field(default=None, description="Day the line stops (default: never)")
-    steps: list[OpexStep] = Field(default_factory=list)
+    steps: list[OpexStep] = Field(
+        default_factory=list, description="Dated changes of the amount: [{at, usd_per_month}]")
 
     @model_validator(mode="after")
     def _ordered(self) -> OpexLine:
@@ -136,11 +148,16 @@ class OpexLine(Frozen):
 class Alerts(Frozen):
     """Thresholds a team would alert on, evaluated month by month on every path."""
 
-    monthly_compute_budget_usd: NonNegative | None = None
-    max_utilization: Fraction | None = None
-    min_utilization: Fraction | None = None
-    max_unserved_share: Fraction | None = None
-    max_cost_per_1m_tokens_usd: NonNegative | None = None
+    monthly_compute_budget_usd: NonNegative | None = Field(
+        default=None, description="Alert when a month's compute cost exceeds this, USD per month")
+    max_utilization: Fraction | None = Field(
+        default=None, description="Alert when a month's mean GPU utilization exceeds this share (0–1)")
+    min_utilization: Fraction | None = Field(
+        default=None, description="Alert when a month's mean GPU utilization falls below this share (0–1)")
+    max_unserved_share: Fraction | None = Field(
+        default=None, description="Alert when a month leaves more than this share (0–1) of its demand unserved")
+    max_cost_per_1m_tokens_usd: NonNegative | None = Field(
+        default=None, description="Alert when a month's cost per 1M tokens served exceeds this, $ per 1M tokens")
 
     @field_validator("min_utilization")
     @classmethod
@@ -159,8 +176,10 @@ class Energy(Frozen):
     time and ``idle_draw_fraction`` for idle time; the facility multiplies it by PUE.
     """
 
-    pue: Annotated[float, Field(ge=1, le=5, allow_inf_nan=False)] = 1.3
-    usd_per_kwh: NonNegative = 0.083
+    pue: Annotated[float, Field(ge=1, le=5, allow_inf_nan=False)] = Field(
+        default=1.3, description="Power usage effectiveness: facility power / IT power (1.1–1.3 hyperscale, 1.5–1.8 enterprise colocation)")
+    usd_per_kwh: NonNegative = Field(
+        default=0.083, description="Electricity price, $/kWh (US industrial ≈ 0.08)")
     draw_fraction: Fraction = Field(default=0.75, description="Average draw of a busy GPU / TDP")
     idle_draw_fraction: Fraction | None = Field(
         default=None, description="Draw of an idle GPU / TDP (default: same as draw_fraction)"
@@ -177,7 +196,8 @@ class Energy(Frozen):
 class Facility(Frozen):
     """Data-centre space and power for owned GPUs, priced per kW of IT load provisioned."""
 
-    usd_per_kw_month: NonNegative = 184.0
+    usd_per_kw_month: NonNegative = Field(
+        default=184.0, description="Colocation price per kW of provisioned IT power (owned GPUs × TDP × server factor), $/kW-month")
 
 
 class OtherCosts(Frozen):
@@ -187,4 +207,5 @@ class OtherCosts(Frozen):
     other costs of running the company are ``opex`` lines, booked below gross margin.
     """
 
-    usd_per_month: NonNegative = 0.0
+    usd_per_month: NonNegative = Field(
+        default=0.0, description="Fixed costs of running the serving infrastructure (network, storage, on-call), in COGS, $/month")

@@ -35,8 +35,8 @@ Rate = Annotated[float, Field(ge=-0.05, le=1, allow_inf_nan=False)]
 class BaseRateStep(Frozen):
     """From ``at`` on, the base rate is ``rate_per_year`` (before it: the first step's)."""
 
-    at: Instant
-    rate_per_year: Rate
+    at: Instant = Field(description="Date the base rate applies from (ISO, UTC)")
+    rate_per_year: Rate = Field(description="The floating base rate from that date, per year (0.05 = 5%)")
 
 
 class Covenants(Frozen):
@@ -48,8 +48,10 @@ class Covenants(Frozen):
     facility's balance over the market value of the GPUs of its ``collateral`` pools.
     """
 
-    min_dscr: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = None
-    max_ltv: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)] | None = None
+    min_dscr: Annotated[float, Field(gt=0, le=100, allow_inf_nan=False)] | None = Field(
+        default=None, description="Least debt service coverage ratio allowed (e.g. 1.25), over the trailing dscr_months")
+    max_ltv: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)] | None = Field(
+        default=None, description="Most loan-to-value allowed: the facility's balance / market value of its collateral (e.g. 0.8)")
     dscr_months: Annotated[int, Field(ge=1, le=36)] = Field(
         default=12, description="Months the DSCR test sums over (12: trailing twelve months)")
 
@@ -57,8 +59,10 @@ class Covenants(Frozen):
 class DebtFacility(Frozen):
     """One debt facility (see the module's text for how each kind draws and repays)."""
 
-    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)]
-    kind: Literal["term_loan", "delayed_draw", "revolver"]
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]*$", max_length=40)] = Field(
+        description="Name of the facility (lower case, digits, _); its balance is debt_<name>_usd")
+    kind: Literal["term_loan", "delayed_draw", "revolver"] = Field(
+        description="term_loan (drawn at start, repaid on a schedule), delayed_draw (draws on GPU payments) or revolver (draws to keep cash at a floor)")
     opening_balance_usd: NonNegative = Field(default=0.0, description="Outstanding at the horizon's start")
     amount_usd: NonNegative = Field(default=0.0, description="term_loan: drawn at start")
     limit_usd: NonNegative | None = Field(
@@ -73,11 +77,16 @@ class DebtFacility(Frozen):
     spread_per_year: Rate = Field(default=0.0, description="Added to base_rate")
     term_months: Annotated[int, Field(ge=1, le=480)] = Field(
         default=36, description="Months to repay (for opening_balance_usd: the months left)")
-    interest_only_months: Annotated[int, Field(ge=0, le=480)] = 0
-    amortization: Literal["annuity", "straight", "bullet"] = "annuity"
-    upfront_fee_share: Annotated[float, Field(ge=0, le=0.2)] = 0.0
-    commitment_fee_per_year: Annotated[float, Field(ge=0, le=0.2)] = 0.0
-    covenants: Covenants = Field(default_factory=Covenants)
+    interest_only_months: Annotated[int, Field(ge=0, le=480)] = Field(
+        default=0, description="Months after each draw with interest but no principal")
+    amortization: Literal["annuity", "straight", "bullet"] = Field(
+        default="annuity", description="How principal is repaid: annuity (equal instalments), straight (equal principal) or bullet (all at the end)")
+    upfront_fee_share: Annotated[float, Field(ge=0, le=0.2)] = Field(
+        default=0.0, description="Fee paid in the start month, as a share (0–1) of the commitment")
+    commitment_fee_per_year: Annotated[float, Field(ge=0, le=0.2)] = Field(
+        default=0.0, description="Fee on the undrawn limit, per year (share of it)")
+    covenants: Covenants = Field(
+        default_factory=Covenants, description="The lender's tests (min_dscr, max_ltv), checked every month")
     collateral: list[str] | None = Field(
         default=None, description="Pools whose GPUs are pledged (the LTV's denominator; default: every owned pool)")
 
@@ -116,5 +125,6 @@ class DebtFacility(Frozen):
 class EquityRound(Frozen):
     """Cash raised from shareholders in the month of ``at`` (paid-in capital)."""
 
-    at: Instant
-    amount_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    at: Instant = Field(description="Date the cash comes in (ISO, UTC)")
+    amount_usd: Annotated[float, Field(gt=0, allow_inf_nan=False)] = Field(
+        description="Cash raised, USD (paid-in capital)")

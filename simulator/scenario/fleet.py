@@ -53,7 +53,8 @@ from simulator.units import SECONDS_PER_YEAR
 class Owned(Frozen):
     """Bought GPUs: capex depreciated straight-line; energy and facility paid by us."""
 
-    type: Literal["owned"] = "owned"
+    type: Literal["owned"] = Field(
+        default="owned", description="owned: bought, depreciated straight-line; energy and facility paid")
     price_usd: NonNegative | None = Field(
         default=None, description="Purchase price per GPU (default: the GPU catalog's)"
     )
@@ -113,7 +114,8 @@ class Autoscale(Frozen):
       capacity can arrive, provisioning delay included. So capacity is there for a peak.
     """
 
-    policy: Literal["reactive", "scheduled", "predictive"] = "reactive"
+    policy: Literal["reactive", "scheduled", "predictive"] = Field(
+        default="reactive", description="reactive (size for the step's demand), scheduled (GPUs by hour of day or week) or predictive (size for the expected peak until new capacity can arrive)")
     target_utilization: Annotated[float, Field(gt=0, le=1)] = Field(
         default=0.7, description="Load per replica the pool is sized for (reactive, predictive)")
     cooldown: Duration | None = Field(
@@ -160,7 +162,8 @@ class Availability(Frozen):
 class OnDemand(Frozen):
     """Rented GPUs: paid per GPU-hour while held; energy and facility are in the price."""
 
-    type: Literal["on_demand"] = "on_demand"
+    type: Literal["on_demand"] = Field(
+        default="on_demand", description="on_demand: rented by the GPU-hour while installed; energy and facility are in the price")
     usd_per_gpu_hour: NonNegative | None = Field(
         default=None, description="Rental price per GPU-hour (default: the GPU catalog's)"
     )
@@ -171,7 +174,8 @@ class OnDemand(Frozen):
         default=None, description="Fewest GPUs the autoscaler keeps (default: the pool's count, where it starts)"
     )
     provisioning_delay: Duration = Field(default=0.0, description="From request to GPUs in service")
-    autoscale: Autoscale | None = None
+    autoscale: Autoscale | None = Field(
+        default=None, description="Resize the pool as demand moves (needs max_count); none: a fixed count")
     availability: Availability | None = Field(
         default=None, description="Stock-outs: requests the provider does not fill (default: always filled)")
 
@@ -184,8 +188,9 @@ class Reserved(Frozen):
     inside are billed, the rest is reported as the commitment left after the horizon.
     """
 
-    type: Literal["reserved"] = "reserved"
-    usd_per_gpu_hour: NonNegative
+    type: Literal["reserved"] = Field(
+        default="reserved", description="reserved: committed for `term`, paid every hour of it, used or not")
+    usd_per_gpu_hour: NonNegative = Field(description="Reserved price, $/GPU-hour")
     term: PositiveTerm = Field(description="Length of the commitment, e.g. 1y (calendar) or 90d")
     start: When | None = Field(default=None, description="Start of the term (default: the horizon's)")
 
@@ -199,10 +204,13 @@ class Reserved(Frozen):
 class Spot(Frozen):
     """Spot GPUs: billed only while running; preempted and replaced after a delay."""
 
-    type: Literal["spot"] = "spot"
-    usd_per_gpu_hour: NonNegative
-    preemption_rate_per_gpu_hour: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = 0.01
-    replacement: DurationDistribution = Field(default_factory=lambda: FixedDuration(value="1h"))
+    type: Literal["spot"] = Field(
+        default="spot", description="spot: billed only while running; running GPUs are preempted at random")
+    usd_per_gpu_hour: NonNegative = Field(description="Spot price, $/GPU-hour")
+    preemption_rate_per_gpu_hour: Annotated[float, Field(ge=0, le=10, allow_inf_nan=False)] = Field(
+        default=0.01, description="Preemptions per running GPU per hour")
+    replacement: DurationDistribution = Field(
+        default_factory=lambda: FixedDuration(value="1h"), description="Time until a preempted GPU is replaced: a duration or a duration distribution")
 
     _shorthand = field_validator("replacement", mode="before")(lambda cls, v: duration_distribution(v))
 
@@ -218,9 +226,12 @@ class Failures(Frozen):
     failing GPU taking its 8-GPU node down; failures then strike nodes at 8× the GPU rate.
     """
 
-    rate_per_gpu_hour: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = 2e-5
-    blast_radius: Annotated[int, Field(ge=1, le=1024)] = 1
-    repair: DurationDistribution = Field(default_factory=lambda: ExponentialDuration(mean="12h"))
+    rate_per_gpu_hour: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] = Field(
+        default=2e-5, description="Failures per working GPU per hour (2e-5: Llama 3 pre-training on H100s)")
+    blast_radius: Annotated[int, Field(ge=1, le=1024)] = Field(
+        default=1, description="GPUs each failure takes down (8: a whole 8-GPU node)")
+    repair: DurationDistribution = Field(
+        default_factory=lambda: ExponentialDuration(mean="12h"), description="Time until the failed GPUs are back: a duration or a duration distribution (default exponential, mean 12h)")
 
     _shorthand = field_validator("repair", mode="before")(lambda cls, v: duration_distribution(v))
 
@@ -238,9 +249,11 @@ class CapacityChange(Frozen):
     later ``back_in_service``, or each after its own draw from ``repair``.
     """
 
-    at: When
-    add: GpuCount | None = None
-    remove: GpuCount | None = None
+    at: When = Field(
+        description="Date (ISO, UTC) or offset from the horizon's start (a duration) of the change")
+    add: GpuCount | None = Field(default=None, description="GPUs added (owned: a purchase, paid on delivery)")
+    remove: GpuCount | None = Field(
+        default=None, description="GPUs removed, oldest first (owned GPUs are sold at their market value)")
     out_of_service: GpuCount | None = Field(
         default=None, description="GPUs taken out of service (still installed and paid for)")
     back_in_service: GpuCount | None = Field(
@@ -274,15 +287,21 @@ class CapacityChange(Frozen):
 class Pool(Frozen):
     """Identical GPUs acquired one way."""
 
-    name: Annotated[str, Field(min_length=1, max_length=80)]
+    name: Annotated[str, Field(min_length=1, max_length=80)] = Field(
+        description="Unique name of the pool; models list it in their `pools`")
     gpu: str = Field(description="GPU type: a catalog name or one defined under 'gpus'")
-    acquisition: Acquisition = Field(default_factory=Owned)
+    acquisition: Acquisition = Field(
+        default_factory=Owned, description="How the GPUs are had: owned, on_demand, reserved or spot (by `type`)")
     count: Annotated[int, Field(ge=0, le=MAX_GPUS)] = Field(description="GPUs at the start")
-    changes: list[CapacityChange] = Field(default_factory=list)
-    orders: list[Order] = Field(default_factory=list)
-    procurement: Procurement | None = None
+    changes: list[CapacityChange] = Field(
+        default_factory=list, description="Dated changes: add, remove, out_of_service, back_in_service")
+    orders: list[Order] = Field(
+        default_factory=list, description="Owned GPUs ordered on dates, arriving lead_time plus a random slip later")
+    procurement: Procurement | None = Field(
+        default=None, description="A policy that orders more GPUs as the path unfolds (owned pools)")
     failures: Failures | None = Field(default=None, description="Default: the scenario's 'failures'")
-    training: PoolTraining = Field(default_factory=PoolTraining)
+    training: PoolTraining = Field(
+        default_factory=PoolTraining, description="How training jobs share the pool with inference: leftover, preempt or dedicated")
     serving_policy: ServingPolicy = Field(
         default="all", description="Which replicas are up: 'all' (every one that fits; the router spreads the "
         "load), 'needed' (only those the load needs), or {headroom: h}")
@@ -300,7 +319,8 @@ class Pool(Frozen):
 class Fleet(Frozen):
     """All pools of the scenario."""
 
-    pools: list[Pool] = Field(default_factory=list)
+    pools: list[Pool] = Field(
+        default_factory=list, description="The GPU pools, each with its own GPU type, acquisition and count")
 
 
 __all__ = [

@@ -6,7 +6,7 @@
       file: traffic.csv
       date_order: day_first          # or date_format: "%d/%m/%Y"; ISO dates need neither
       widen: 1.5                     # your judgement: the band's width in ln(rate) times 1.5
-      growth_prior: {rate_per_month: 0.06, sd: 0.02}   # combined with the fit's trend (README)
+      growth_prior: {rate_per_month: 0.06, sd: 0.02}   # combined with the fit's trend (docs/guide/demand-history.md)
       regime: {after_months: 6, rate_per_month: 0.05, probability: 0.7}
       change: detect                 # look for one change of growth in the history (default)
 
@@ -28,7 +28,7 @@ GrowthRate = Annotated[float, Field(gt=-1, le=10, allow_inf_nan=False)]
 
 
 class GrowthPrior(Frozen):
-    """Your belief about the monthly growth, combined with the fit's by precision (README)."""
+    """Your belief about the monthly growth, combined with the fit's by precision (docs/guide/demand-history.md)."""
 
     rate_per_month: GrowthRate = Field(description="Expected monthly growth (0.06 = 6% a month)")
     sd: Annotated[float, Field(gt=0, le=10, allow_inf_nan=False)] = Field(
@@ -55,8 +55,10 @@ class HistorySpec(Frozen):
     date_format: str | None = Field(default=None, description="strftime pattern of the dates, e.g. %d/%m/%Y")
     widen: Annotated[float, Field(ge=0.1, le=10, allow_inf_nan=False)] = Field(
         default=1.0, description="Multiplies the forecast band's width in ln(rate) (1 = the fit's)")
-    growth_prior: GrowthPrior | None = None
-    regime: ForecastRegime | None = None
+    growth_prior: GrowthPrior | None = Field(
+        default=None, description="Your judgement of the growth, combined with the fit's by precision: {rate_per_month, sd}")
+    regime: ForecastRegime | None = Field(
+        default=None, description="A change of growth that may come: {after_months, rate_per_month, probability}")
     change: Literal["detect", "off"] = Field(
         default="detect", description="detect: fit one change of growth in the history when the data show one")
 
@@ -94,6 +96,8 @@ class DemandForecast(Frozen):
         default=0.0, description="ln growth per period at the origin")
     trend_sd: NonNegative = Field(default=0.0, description="Standard error of the trend per period")
     season_length: Annotated[int, Field(ge=0, le=366)] = Field(default=0, description="Periods per season (0: none)")
-    widen: Annotated[float, Field(ge=0.1, le=10, allow_inf_nan=False)] = 1.0
-    regime: ForecastRegime | None = None
+    widen: Annotated[float, Field(ge=0.1, le=10, allow_inf_nan=False)] = Field(
+        default=1.0, description="Multiplies every random term of a forecast path: the band's width in ln(rate) is this times the fit's")
+    regime: ForecastRegime | None = Field(
+        default=None, description="A change of growth that may come: after_months, rate_per_month, probability")
     notes: list[str] = Field(default_factory=list, description="What the fit found, for the reader (not used)")

@@ -19,10 +19,13 @@ from pydantic import ValidationError
 from simulator.scenario.errors import Loc, ScenarioError, format_path
 from simulator.scenario.fieldpath import parse_field_path, set_field
 from simulator.scenario.history import expand_histories
+from simulator.scenario.percent import read_percentages
+from simulator.scenario.plausibility import accepted_checks, check_plausibility
 from simulator.scenario.references import check_references
 from simulator.scenario.scenario import Scenario
 from simulator.scenario.schema_walk import allowed_fields
 from simulator.scenario.served import forget_derived
+from simulator.scenario.suggest import refuse_unknown_keys
 from simulator.scenario.uncertain import extract_uncertain, input_keys
 from simulator.scenario.yaml_source import read_yaml_file
 
@@ -32,6 +35,7 @@ def load_scenario(
     overrides: Mapping[str, Any] | Iterable[str] | None = None,
     resolve: Callable[[Scenario, Path], Scenario] | None = None,
     base_dir: str | Path | None = None,
+    accept: Iterable[str] = (),
 ) -> Scenario:
     """Validate a scenario given as a YAML file path, a dict, or an existing Scenario.
 
@@ -42,6 +46,9 @@ def load_scenario(
         resolve: a further step run on the validated scenario (with the scenario file's folder)
             whose ScenarioErrors get YAML lines too; the public ``simulator.load_scenario``
             uses it to derive serving capacities.
+        accept: plausibility checks confirmed (``--accept``), besides the scenario's ``accept``
+            (:mod:`simulator.scenario.plausibility`). The checks look at what a file holds and
+            what overrides set on it; a mapping or a Scenario (a program's) is taken as it is.
 
     Raises:
         ScenarioError: the first problem, with its field path and line.
@@ -52,6 +59,7 @@ def load_scenario(
         base_dir = base_dir or source.source_dir
         source = source.model_dump(mode="json")
     lines: dict[Loc, int] = {}
+    overridden: set[Loc] = set()
     base_dir = Path(base_dir or ".")
     origin: str | None = None
     if isinstance(source, Mapping):
@@ -71,14 +79,23 @@ def load_scenario(
                 exc.message = f"--set: {exc.message}"
                 raise
             _forget_uncertain(data, key)
+            overridden.add(parse_field_path(key))
         forget_derived(data)
         _refuse_unreadable_values(data, ())
+        refuse_unknown_keys(data, Scenario)
         _refuse_duplicate_gpus(data.get("gpus"))
+        percent = read_percentages(data, Scenario)
+        as_written = copy.deepcopy(data) if origin is not None else {}
         expand_histories(data, base_dir)
         written: dict[str, Any] = {}
         data = _extract_uncertain(data, written)
         scenario = _validated(data, base_dir, written)
-        _check_variants(data, scenario, base_dir)
+        accepted = accepted_checks(accept)
+        _check_variants(data, scenario, base_dir, accepted if origin is not None else None)
+        if origin is not None:  # what a person wrote: a file and the overrides given with it
+            scenario = check_plausibility(scenario, as_written, percent, lines, accepted, overridden=overridden)
+        elif accepted - set(scenario.accept):
+            scenario = scenario.model_copy(update={"accept": sorted(accepted | set(scenario.accept))})
         scenario._source_dir = str(base_dir)
         if resolve is not None:
             scenario = resolve(scenario, base_dir)
@@ -183,9 +200,10 @@ def _refuse_duplicate_gpus(gpus: Any) -> None:
         seen[key] = str(name)
 
 
-def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) -> None:
+def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path, accepted: set[str] | None = None) -> None:
     """Each variant, applied to the base, must be a valid scenario too; an error names the
-    variant and the override it comes from (whose line it gets)."""
+    variant and the override it comes from (whose line it gets). With ``accepted`` (a file's
+    variants) its overrides pass the plausibility checks too."""
     for name, overrides in scenario.variants.items():
         paths = {}
         for key in overrides:
@@ -199,8 +217,12 @@ def _check_variants(data: dict[str, Any], scenario: Scenario, base_dir: Path) ->
                 set_field(variant, str(key), copy.deepcopy(value))
                 _forget_uncertain(variant, str(key))
             _refuse_duplicate_gpus(variant.get("gpus"))
+            percent = read_percentages(variant, Scenario)
+            as_written = copy.deepcopy(variant)
             written: dict[str, Any] = {}
-            _validated(_extract_uncertain(variant, written), base_dir, written)
+            checked = _validated(_extract_uncertain(variant, written), base_dir, written)
+            if accepted is not None:
+                check_plausibility(checked, as_written, percent, {}, accepted, warn=False, only=set(paths.values()))
         except ScenarioError as exc:
             loc = exc.loc
             key = next((k for k, path in paths.items() if loc[: len(path)] == path or path[: len(loc)] == loc

@@ -25,15 +25,18 @@ from simulator.units import SECONDS_PER_YEAR
 
 
 class AgePoint(Frozen):
-    age: Duration
-    share: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)]
+    age: Duration = Field(description="Age since delivery (a duration, e.g. 730d)")
+    share: Annotated[float, Field(ge=0, le=2, allow_inf_nan=False)] = Field(
+        description="Resale value at that age, as a share of the pool's price (1 = new)")
 
 
 class MarketValue(Frozen):
     """A GPU type's resale value as a share of its price, by age."""
 
-    decay_per_year: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = None
-    points: list[AgePoint] = Field(default_factory=list)
+    decay_per_year: Annotated[float, Field(ge=0, lt=1, allow_inf_nan=False)] | None = Field(
+        default=None, description="Share (0–1) of its value a GPU loses each year (compounded)")
+    points: list[AgePoint] = Field(
+        default_factory=list, description="Resale value by age instead: [{age, share}], linear between points, flat past the last")
 
     @model_validator(mode="after")
     def _one_form(self) -> MarketValue:

@@ -32,8 +32,8 @@ from simulator.scenario.types import Frozen, Instant, NonNegative, Positive
 
 
 class RentPoint(Frozen):
-    at: Instant
-    usd_per_gpu_hour: NonNegative
+    at: Instant = Field(description="Date the rate applies from (ISO, UTC)")
+    usd_per_gpu_hour: NonNegative = Field(description="Rental rate from that date, $/GPU-hour")
 
     @property
     def value(self) -> float:
@@ -41,8 +41,8 @@ class RentPoint(Frozen):
 
 
 class PricePoint(Frozen):
-    at: Instant
-    usd: NonNegative
+    at: Instant = Field(description="Date the price applies from (ISO, UTC)")
+    usd: NonNegative = Field(description="Purchase price per GPU from that date, USD")
 
     @property
     def value(self) -> float:
@@ -53,17 +53,23 @@ class RentProcess(Frozen):
     """A mean-reverting log rate with jumps (see the module's text)."""
 
     long_run_usd: Positive = Field(description="The rate the process reverts to, per GPU-hour")
-    reversion_per_year: Annotated[float, Field(gt=0, le=50, allow_inf_nan=False)] = 1.0
-    volatility_per_year: Annotated[float, Field(ge=0, le=5, allow_inf_nan=False)] = 0.2
-    jumps_per_year: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = 0.0
-    jump_mean: Annotated[float, Field(ge=-3, le=3, allow_inf_nan=False)] = 0.0
-    jump_sd: Annotated[float, Field(ge=0, le=3, allow_inf_nan=False)] = 0.0
+    reversion_per_year: Annotated[float, Field(gt=0, le=50, allow_inf_nan=False)] = Field(
+        default=1.0, description="Speed at which the log rate returns to its long-run level, per year")
+    volatility_per_year: Annotated[float, Field(ge=0, le=5, allow_inf_nan=False)] = Field(
+        default=0.2, description="Volatility of the log rate, per square-root year")
+    jumps_per_year: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = Field(
+        default=0.0, description="Mean jumps per year (Poisson)")
+    jump_mean: Annotated[float, Field(ge=-3, le=3, allow_inf_nan=False)] = Field(
+        default=0.0, description="Mean size of a jump in the log rate")
+    jump_sd: Annotated[float, Field(ge=0, le=3, allow_inf_nan=False)] = Field(
+        default=0.0, description="Standard deviation of a jump in the log rate")
 
 
 class _PriceMarket(Frozen):
     """A price over time: ``points`` or a ``process``, one of the two."""
 
-    process: RentProcess | None = None
+    process: RentProcess | None = Field(
+        default=None, description="A mean-reverting log process with jumps for the rate (rent) or the price (purchase), drawn per path")
 
     @model_validator(mode="after")
     def _one_form(self) -> _PriceMarket:
@@ -78,20 +84,21 @@ class _PriceMarket(Frozen):
 class RentMarket(_PriceMarket):
     """One rented pool's rate per GPU-hour over time."""
 
-    pool: str
-    points: list[RentPoint] = Field(default_factory=list)
+    pool: str = Field(description="The on-demand or spot pool whose rate moves")
+    points: list[RentPoint] = Field(
+        default_factory=list, description="The rate by date: [{at, usd_per_gpu_hour}]")
 
 
 class PurchaseMarket(_PriceMarket):
     """One owned pool's purchase price per GPU over time (a process's ``long_run_usd`` is then a
     price per GPU)."""
 
-    pool: str
-    points: list[PricePoint] = Field(default_factory=list)
+    pool: str = Field(description="The owned pool whose purchase price moves")
+    points: list[PricePoint] = Field(default_factory=list, description="The price by date: [{at, usd}]")
 
 
 class ApiPoint(Frozen):
-    at: Instant
+    at: Instant = Field(description="Date the multiple applies from (ISO, UTC)")
     share: Annotated[float, Field(ge=0, le=100, allow_inf_nan=False)] = Field(
         description="The model's API prices (input and output per 1M tokens) as a multiple of those its 'api' gives")
 
@@ -109,9 +116,11 @@ class ApiMarket(_PriceMarket):
     """A served model's external API prices over time: a multiple of its ``api`` prices, by
     calendar month (input and output move together)."""
 
-    model: str
-    points: list[ApiPoint] = Field(default_factory=list)
-    process: ApiProcess | None = None
+    model: str = Field(description="The served model whose API prices move")
+    points: list[ApiPoint] = Field(
+        default_factory=list, description="The price multiple by date: [{at, share}], from the first calendar month starting on or after each")
+    process: ApiProcess | None = Field(
+        default=None, description="A mean-reverting log process with jumps for the price multiple, drawn per path")
 
 
 class Markets(Frozen):

@@ -24,6 +24,7 @@ from pydantic import Field, field_validator, model_validator
 
 from simulator.scenario.distributions import DurationDistribution, duration_distribution
 from simulator.scenario.errors import ScenarioError
+from simulator.scenario.suggest import unknown_name
 from simulator.scenario.types import Duration, Frozen, NonNegative, PositiveDuration
 
 
@@ -52,15 +53,19 @@ class OrderCandidate(Frozen):
 class PlanTarget(Frozen):
     """P(material shortfall) at most ``probability`` in every period of kind ``per``."""
 
-    probability: Annotated[float, Field(gt=0, lt=1)] = 0.1
-    per: Literal["month", "quarter", "horizon"] = "month"
+    probability: Annotated[float, Field(gt=0, lt=1)] = Field(
+        default=0.1, description="Largest share (0–1) of paths allowed to run short in a period")
+    per: Literal["month", "quarter", "horizon"] = Field(
+        default="month", description="The period the target applies to: month, quarter or the whole horizon")
 
 
 class PlanSettings(Frozen):
     """The planner's candidates, target and search settings."""
 
-    orders: list[OrderCandidate] = Field(default_factory=list)
-    target: PlanTarget = Field(default_factory=PlanTarget)
+    orders: list[OrderCandidate] = Field(
+        default_factory=list, description="What the planner may order: [{pool, step, max, …}] per pool")
+    target: PlanTarget = Field(
+        default_factory=PlanTarget, description="The risk to meet: probability of a material shortfall at most this per period")
     budget_usd: NonNegative | None = Field(default=None, description="Most the orders may commit, in USD")
     cash_floor_usd: float | None = Field(
         default=None, allow_inf_nan=False,
@@ -82,8 +87,7 @@ def check_plan_orders(orders: list[OrderCandidate], pools: list, where: tuple = 
     for index, candidate in enumerate(orders):
         pool = by_name.get(candidate.pool)
         if pool is None:
-            raise ScenarioError((*where, index, "pool"),
-                                f"unknown pool {candidate.pool!r}; pools: {', '.join(by_name) or 'none defined'}")
+            raise ScenarioError((*where, index, "pool"), unknown_name("pool", candidate.pool, list(by_name)))
         if candidate.pool in seen:
             raise ScenarioError((*where, index, "pool"), f"pool {candidate.pool!r} has two order candidates")
         seen.add(candidate.pool)

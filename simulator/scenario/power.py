@@ -25,15 +25,18 @@ from simulator.scenario.types import Duration, Frozen, NonNegative, When
 class PowerCap(Frozen):
     """From ``at`` on, the site draws at most ``mw`` megawatts (until the next cap)."""
 
-    at: When
-    mw: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+    at: When = Field(description="Date (ISO, UTC) or offset from the start from which the cap applies")
+    mw: Annotated[float, Field(ge=0, allow_inf_nan=False)] = Field(
+        description="Most IT power the owned GPUs may draw (× server factor × PUE), MW")
 
 
 class PowerUpgrade(Frozen):
     """More site power: ``mw`` more from ``lead_time`` (plus ``slip``) after it is ordered ``at``."""
 
-    name: Annotated[str, Field(min_length=1, max_length=80)]
-    mw: Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)]
+    name: Annotated[str, Field(min_length=1, max_length=80)] = Field(
+        description="Name of the upgrade (its slip has a random stream of its own)")
+    mw: Annotated[float, Field(gt=0, le=10_000, allow_inf_nan=False)] = Field(
+        description="Power added on top of the cap in force, MW")
     cost_usd: NonNegative = Field(description="Paid when energized; capitalised and depreciated")
     lead_time: Duration = Field(default=0.0, description="From the order to the power being there")
     slip: DurationDistribution | None = Field(default=None, description="A random delay on top of the lead time")
@@ -47,8 +50,9 @@ class PowerUpgrade(Frozen):
 class Power(Frozen):
     """The site's power caps over time and the upgrades ordered or on offer."""
 
-    caps: list[PowerCap] = Field(default_factory=list)
-    upgrades: list[PowerUpgrade] = Field(default_factory=list)
+    caps: list[PowerCap] = Field(default_factory=list, description="Site power caps from dates: [{at, mw}]")
+    upgrades: list[PowerUpgrade] = Field(
+        default_factory=list, description="More site power that can be ordered: [{name, mw, cost_usd, lead_time, slip, at}]")
 
 
 __all__ = ["Power", "PowerCap", "PowerUpgrade"]

@@ -31,10 +31,13 @@ _DAY = 86400.0
 class Order(Frozen):
     """GPUs ordered on a date; they arrive ``lead_time`` later, plus a random ``slip``."""
 
-    at: When
-    count: GpuCount
-    lead_time: Duration = 0.0
-    slip: DurationDistribution | None = None
+    at: When = Field(
+        description="Date (ISO, UTC) or offset from the start the order is placed (may be before the horizon)")
+    count: GpuCount = Field(description="GPUs ordered")
+    lead_time: Duration = Field(
+        default=0.0, description="From the order to the promised delivery (e.g. 120d)")
+    slip: DurationDistribution | None = Field(
+        default=None, description="A random delay on top of the lead time, drawn per path (a duration distribution)")
 
     _shorthand = field_validator("slip", mode="before")(lambda cls, v: duration_distribution(v))
 
@@ -50,8 +53,10 @@ class Procurement(Frozen):
     threshold: Annotated[float, Field(gt=0, le=2)] = Field(
         default=0.8, description="threshold: projected need over supply that triggers an order")
     order_count: GpuCount = Field(description="GPUs per order (replan: orders are whole multiples of it)")
-    lead_time: Duration = 0.0
-    slip: DurationDistribution | None = None
+    lead_time: Duration = Field(
+        default=0.0, description="From each order to its promised delivery (e.g. 120d)")
+    slip: DurationDistribution | None = Field(
+        default=None, description="A random delay on top of the lead time, drawn per order (a duration distribution)")
     review_every: PositiveDuration = Field(
         default=7 * _DAY, validation_alias=AliasChoices("review_every", "every"),
         description="Time between reviews (`every` is the same field)")

@@ -20,6 +20,7 @@ from simulator.scenario.fleet import OnDemand, Owned, Reserved
 from simulator.scenario.plan import check_plan_orders
 from simulator.scenario.scenario import Scenario
 from simulator.scenario.served import ServedModel
+from simulator.scenario.suggest import closest, unknown_name
 from simulator.scenario.training import LaunchAfter
 from simulator.scenario.uncertain import copula_keys
 from simulator.units import SECONDS_PER_YEAR, format_timestamp
@@ -33,10 +34,8 @@ def check_references(scenario: Scenario) -> None:
         if pool_names.index(pool.name) != index:
             raise ScenarioError(("fleet", "pools", index, "name"), f"duplicate pool name {pool.name!r}")
         if pool.gpu not in scenario.gpus:
-            known = ", ".join(sorted({*BUILTIN_GPUS, *scenario.gpus}))
-            raise ScenarioError(
-                ("fleet", "pools", index, "gpu"), f"unknown GPU {pool.gpu!r}; known: {known}"
-            )
+            raise ScenarioError(("fleet", "pools", index, "gpu"),
+                                unknown_name("GPU", pool.gpu, sorted({*BUILTIN_GPUS, *scenario.gpus}), "known"))
         _check_changes(scenario, index)
         _check_acquisition(scenario, index)
     _check_power(scenario)
@@ -52,14 +51,13 @@ def check_references(scenario: Scenario) -> None:
             raise ScenarioError(("models", index, "name"), f"duplicate model name {model.name!r}")
         for slot, pool_name in enumerate(model.pools):
             if pool_name not in pool_names:
-                known = ", ".join(pool_names) or "none defined"
-                raise ScenarioError(
-                    ("models", index, "pools", slot), f"unknown pool {pool_name!r}; pools: {known}"
-                )
+                raise ScenarioError(("models", index, "pools", slot), unknown_name("pool", pool_name, pool_names))
         for pool_name, shape in model.replicas.items():
             if pool_name not in model.pools:
+                guess = closest(pool_name, model.pools)
                 raise ScenarioError(("models", index, "replicas", pool_name),
-                                    f"{pool_name!r} is not one of the model's pools ({', '.join(model.pools)})")
+                                    f"{pool_name!r} is not one of the model's pools ({', '.join(model.pools)})"
+                                    + (f"; did you mean {guess!r}?" if guess else ""))
             if (shape.companion_pool is None) != (shape.companion_gpus is None):
                 raise ScenarioError(("models", index, "replicas", pool_name, "companion_gpus"),
                                     "give companion_pool and companion_gpus together")
@@ -83,9 +81,9 @@ def check_references(scenario: Scenario) -> None:
                                     "extrapolate: hold (keep the last rate) or extrapolate: trend (keep growing)")
         start = model.demand.start
         if isinstance(start, LaunchAfter) and start.after_job not in {job.name for job in scenario.training.jobs}:
-            known = ", ".join(job.name for job in scenario.training.jobs) or "none defined"
             raise ScenarioError(("models", index, "demand", "start", "after_job"),
-                                f"unknown training job {start.after_job!r}; jobs: {known}")
+                                unknown_name("training job", start.after_job,
+                                             [job.name for job in scenario.training.jobs], "jobs"))
         _check_replica_serving(model, index)
     _check_uncertain(scenario)
     if scenario.plan is not None:
@@ -257,8 +255,7 @@ def _check_training(scenario: Scenario, pool_names: list[str]) -> None:
         for slot, entry in enumerate(entries):
             loc = ("training", kind, slot)
             if entry.pool not in pool_names:
-                known = ", ".join(pool_names) or "none defined"
-                raise ScenarioError((*loc, "pool"), f"unknown pool {entry.pool!r}; pools: {known}")
+                raise ScenarioError((*loc, "pool"), unknown_name("pool", entry.pool, pool_names))
             most = _most_gpus(scenario, pool_names.index(entry.pool))
             sizes = [entry.gpus] if kind == "jobs" else (
                 [g for _, g, _ in entry.rows] if kind == "traces" else

@@ -35,6 +35,7 @@ from simulator.scenario.horizon import Horizon
 from simulator.scenario.market_value import MarketValue
 from simulator.scenario.markets import Markets
 from simulator.scenario.plan import PlanSettings
+from simulator.scenario.plausibility import CheckName
 from simulator.scenario.served import ServedModel
 from simulator.scenario.shortfall import Shortfall
 from simulator.scenario.training import Training
@@ -61,28 +62,34 @@ VariantName = Annotated[str, Field(min_length=1, max_length=60), AfterValidator(
 class Scenario(Frozen):
     """A complete, validated scenario."""
 
-    name: Annotated[str, Field(min_length=1, max_length=120)]
-    description: str = ""
-    horizon: Horizon
-    seed: Annotated[int, Field(ge=0, lt=2**63)] = 0
-    paths: Annotated[int, Field(ge=1, le=1_000_000)] = 1
+    name: Annotated[str, Field(min_length=1, max_length=120)] = Field(
+        description="Name of the scenario; the default output directory is outputs/<name>/")
+    description: str = Field(default="", description="Free text, shown in the report")
+    horizon: Horizon = Field(description="Start, length and step of the simulation")
+    seed: Annotated[int, Field(ge=0, lt=2**63)] = Field(
+        default=0, description="Root seed of every random draw: the same seed gives the same outputs")
+    paths: Annotated[int, Field(ge=1, le=1_000_000)] = Field(
+        default=1, description="Monte Carlo paths run by default")
     gpus: dict[str, GpuSpec] = Field(
         default_factory=dict,
         description="GPU types used: catalog entries (with overrides) and new ones",
     )
-    fleet: Fleet = Field(default_factory=Fleet)
-    models: list[ServedModel] = Field(default_factory=list)
-    pricing: Pricing = Field(default_factory=Pricing)
-    energy: Energy = Field(default_factory=Energy)
-    facility: Facility = Field(default_factory=Facility)
-    other_costs: OtherCosts = Field(default_factory=OtherCosts)
+    fleet: Fleet = Field(default_factory=Fleet, description="The GPU pools")
+    models: list[ServedModel] = Field(
+        default_factory=list, description="The served models: where they run, their demand and pricing")
+    pricing: Pricing = Field(default_factory=Pricing, description="Default token prices of the served models")
+    energy: Energy = Field(default_factory=Energy, description="Power draw and electricity price")
+    facility: Facility = Field(default_factory=Facility, description="Colocation price of owned GPUs")
+    other_costs: OtherCosts = Field(
+        default_factory=OtherCosts, description="Fixed serving-infrastructure costs, in COGS")
     failures: Failures | None = Field(
         default=None, description="Failures of every pool that does not set its own"
     )
-    power: Power = Field(default_factory=Power)
-    financing: Financing = Field(default_factory=Financing)
+    power: Power = Field(default_factory=Power, description="Site power caps and upgrades")
+    financing: Financing = Field(
+        default_factory=Financing, description="Opening cash, loans, debt facilities and equity")
     opex: list[OpexLine] = Field(default_factory=list, description="Operating expenses, below gross margin")
-    taxes: Taxes = Field(default_factory=Taxes)
+    taxes: Taxes = Field(default_factory=Taxes, description="Income tax")
     contracts: list[Contract] = Field(default_factory=list, description="GPU-hour contracts signed: GPUs held "
                                       "for customers before serving gets any")
     contract_pipeline: list[ContractPipeline] = Field(
@@ -98,9 +105,11 @@ class Scenario(Frozen):
         if not isinstance(value, dict):
             return value
         return {canonical_gpu_name(str(name)) or name: curve for name, curve in value.items()}
-    alerts: Alerts = Field(default_factory=Alerts)
+    alerts: Alerts = Field(
+        default_factory=Alerts, description="Thresholds evaluated month by month on every path")
     shortfall: Shortfall = Field(default_factory=Shortfall, description="What counts as running short")
-    training: Training = Field(default_factory=Training)
+    training: Training = Field(
+        default_factory=Training, description="Training jobs, streams and traces, and the queue policy")
     uncertain: dict[str, Uncertain] = Field(
         default_factory=dict,
         description="Inputs drawn once per path, by field path (fields hold their medians)",
@@ -119,6 +128,15 @@ class Scenario(Frozen):
         default_factory=dict,
         description="Named alternatives: field overrides as {'fleet.pools[0].count': 512}",
     )
+    accept: list[CheckName] = Field(
+        default_factory=list,
+        description="Plausibility checks confirmed: the values they flag are meant (as --accept NAME; "
+        "growth, percentile, latency, price, horizon)",
+    )
+    plausibility_notes: list[str] = Field(
+        default_factory=list,
+        description="What the plausibility checks found, for the reader (written when the scenario loads; not used)",
+    )
 
     _source_dir: str = PrivateAttr(default=".")
 
@@ -128,8 +146,14 @@ class Scenario(Frozen):
         return self._source_dir
 
     def __eq__(self, other: object) -> bool:
-        """Equal when every field is: where the file was read from does not matter."""
-        return isinstance(other, Scenario) and self.__dict__ == other.__dict__
+        """Equal when every field is: where the file was read from does not matter, nor what the
+        plausibility checks noted of it (their notes name the lines of the file read)."""
+        if not isinstance(other, Scenario):
+            return False
+        mine, theirs = dict(self.__dict__), dict(other.__dict__)
+        mine.pop("plausibility_notes", None)
+        theirs.pop("plausibility_notes", None)
+        return mine == theirs
 
     __hash__ = None  # type: ignore[assignment]  # mutable-looking private state; not a dict key
 

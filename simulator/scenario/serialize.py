@@ -34,6 +34,9 @@ def dump_scenario(scenario: Scenario) -> str:
                          for path, spec in data.get("uncertain", {}).items()}
     if not data.get("fixed_inputs"):  # written only when an override fixed a correlated input
         data.pop("fixed_inputs", None)
+    for name in ("accept", "plausibility_notes"):  # written only when a plausibility check found something
+        if not data.get(name):
+            data.pop(name, None)
     for model in data.get("models", []):  # a pool's entry: only what it gives or what was derived
         for pool, shape in (model.get("replicas") or {}).items():
             serving = {k: v for k, v in (shape.get("serving") or {}).items() if v is not None}

@@ -32,10 +32,14 @@ from simulator.scenario.types import Frozen, Positive, PositiveSeconds
 class SloSpec(Frozen):
     """Latency targets a replica must meet: percentile bounds on TTFT and TPOT."""
 
-    ttft_s: PositiveSeconds = 2.0
-    ttft_percentile: Annotated[float, Field(gt=0, le=100)] = 90.0
-    tpot_s: PositiveSeconds = 0.2
-    tpot_percentile: Annotated[float, Field(gt=0, le=100)] = 99.0
+    ttft_s: PositiveSeconds = Field(
+        default=2.0, description="Time to first token target, s (or a duration, e.g. 800ms)")
+    ttft_percentile: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=90.0, description="Percentile of requests that must meet the TTFT target, 0–100")
+    tpot_s: PositiveSeconds = Field(
+        default=0.2, description="Time per output token target, s (or a duration, e.g. 50ms)")
+    tpot_percentile: Annotated[float, Field(gt=0, le=100)] = Field(
+        default=99.0, description="Percentile of requests that must meet the TPOT target, 0–100")
 
 
 class ServingSpec(Frozen):
@@ -64,7 +68,8 @@ class ServingSpec(Frozen):
     kv_dtype: Literal["bf16", "fp16", "fp8"] | None = Field(default=None, description="Default: dtype (fp8 under fp4)")
     max_batch: Annotated[int, Field(ge=1, le=4096)] = Field(
         default=256, description="Most requests running at once (vLLM max_num_seqs), per data-parallel rank")
-    prefill_chunk_tokens: Annotated[int, Field(ge=1)] | None = None
+    prefill_chunk_tokens: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="Older name of max_batched_tokens: the token budget per iteration")
     max_batched_tokens: Annotated[int, Field(ge=1)] | None = Field(
         default=None, description="vLLM max_num_batched_tokens per iteration (default prefill_chunk_tokens or 8192)"
     )
@@ -76,7 +81,8 @@ class ServingSpec(Frozen):
     )
     shared_prefix_tokens: Annotated[int, Field(ge=0)] = Field(default=0, description="System prompt shared by all requests")
     distinct_prompts: Annotated[int, Field(ge=0)] = Field(default=0, description="Requests repeat this many prompts (0: all distinct)")
-    slo: SloSpec = Field(default_factory=SloSpec)
+    slo: SloSpec = Field(default_factory=SloSpec,
+        description="Latency targets: TTFT and TPOT, each at a percentile")
     lengths: str = Field(
         default="fixed",
         description="Request-length mix: 'fixed' (the demand's mean tokens), 'azure-conv', or a trace CSV "
@@ -89,8 +95,10 @@ class ServingSpec(Frozen):
     router_replicas: Annotated[int, Field(ge=1, le=64)] = Field(
         default=1, description="Replicas probed together behind one router (capacity is theirs per replica)"
     )
-    probe_requests: Annotated[int, Field(ge=200, le=1_000_000)] = 4000
-    seed: Annotated[int, Field(ge=0)] = 0
+    probe_requests: Annotated[int, Field(ge=200, le=1_000_000)] = Field(
+        default=4000, description="Requests served at each probe rate of the capacity search (after 500 of warm-up)")
+    seed: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="Seed of the probe's random draws (arrival gaps, prompt ids)")
     speculative: SpeculativeSpec | None = Field(default=None, description="Speculative decoding")
     kv_offload: KvOffloadSpec | None = Field(default=None, description="A host-memory KV tier per replica")
     disaggregation: DisaggregationSpec | None = Field(
@@ -168,8 +176,10 @@ def merged_serving(base: ServingSpec | None, override: BaseModel | None) -> Serv
 class SloCurve(Frozen):
     """Share of requests meeting the SLO against per-replica load (rate / capacity)."""
 
-    load: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
-    attainment: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)]
+    load: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)] = Field(
+        description="Load per replica (rate / capacity, 0–1), increasing")
+    attainment: Annotated[list[Annotated[float, Field(ge=0, le=1)]], Field(min_length=1)] = Field(
+        description="Share (0–1) of requests meeting the SLO at each load")
 
     @model_validator(mode="after")
     def _aligned(self) -> SloCurve:
@@ -192,7 +202,8 @@ class ReplicaShape(Frozen):
     serving: ServingOverride | None = Field(  # type: ignore[valid-type]
         default=None, description="Fields of the model's serving block that differ on this pool (tp, dtype, …)"
     )
-    slo_curve: SloCurve | None = None
+    slo_curve: SloCurve | None = Field(
+        default=None, description="Share of requests meeting the SLO against load on this pool (default: derived or the model's)")
     derived_on: str | None = Field(
         default=None, description="The GPU this pool's capacity and curve were derived on (filled in)"
     )
@@ -232,7 +243,8 @@ def forget_derived(data: dict[str, Any]) -> None:
 class ServedModel(Frozen):
     """One model served to users."""
 
-    name: Annotated[str, Field(min_length=1, max_length=80)]
+    name: Annotated[str, Field(min_length=1, max_length=80)] = Field(
+        description="Unique name of the served model")
     pools: list[str] = Field(
         default_factory=list, description="Pools the replicas run on, in order of preference"
     )
@@ -244,7 +256,8 @@ class ServedModel(Frozen):
         description="Requests per second one replica sustains within the latency SLO "
         "(derived from 'serving' when not given)",
     )
-    serving: ServingSpec | None = None
+    serving: ServingSpec | None = Field(
+        default=None, description="Derive a replica's capacity and SLO curve with the request-level engine (instead of capacity_rps)")
     slo_curve: SloCurve | None = Field(
         default=None, description="SLO attainment against load (derived from 'serving')"
     )
@@ -253,9 +266,11 @@ class ServedModel(Frozen):
         description="Per pool: how a replica looks there, over the model-level fields "
         "(derived entries, one per pool, appear in scenario.resolved.yaml)",
     )
-    demand: Demand
+    demand: Demand = Field(
+        description="The demand for this model: base rate, growth, seasonality, noise, tokens per request")
     pricing: Pricing | None = Field(default=None, description="Default: the scenario's pricing")
-    subscription: Subscription | None = None
+    subscription: Subscription | None = Field(
+        default=None, description="Revenue per subscriber on top of tokens: {usd_per_month, requests_per_day}")
     api: ExternalApi | None = Field(default=None, description="A third-party API tier")
     preempt_after: list[str] | Literal["rented"] | None = Field(
         default=None, description="Pools to use before preempting training in its 'preempt' pools: a list of "

@@ -73,9 +73,12 @@ class DisaggregatedSide(Frozen):
     pool: Annotated[str, Field(min_length=1, max_length=80)] | None = Field(
         default=None, description="A pool of the fleet this side runs on, on that pool's GPU (one side at most); "
         "the other side runs on the pool the model lists. Default: both sides on the listed pool")
-    tp: Annotated[int, Field(ge=1, le=64)] | None = None
-    dp: Annotated[int, Field(ge=1, le=512)] | None = None
-    ep: Annotated[int, Field(ge=1, le=4096)] | None = None
+    tp: Annotated[int, Field(ge=1, le=64)] | None = Field(
+        default=None, description="Tensor-parallel GPUs of this side's replicas (default: the block's tp)")
+    dp: Annotated[int, Field(ge=1, le=512)] | None = Field(
+        default=None, description="Data-parallel attention ranks of this side's replicas (default: the block's dp)")
+    ep: Annotated[int, Field(ge=1, le=4096)] | None = Field(
+        default=None, description="Expert-parallel GPUs of this side (1 or tp × dp; default: the block's ep)")
     max_batch: Annotated[int, Field(ge=1, le=4096)] | None = Field(
         default=None, description="Most requests running per data-parallel rank (default: the block's max_batch)")
     max_batched_tokens: Annotated[int, Field(ge=1)] | None = Field(
@@ -87,8 +90,10 @@ class DisaggregationSpec(Frozen):
     sent from one to the other; the unit is the replica the fleet places, on the pool the model
     lists or, when a side names its own pool, on both pools at once (a companion pool)."""
 
-    prefill: DisaggregatedSide = Field(default_factory=DisaggregatedSide)
-    decode: DisaggregatedSide = Field(default_factory=DisaggregatedSide)
+    prefill: DisaggregatedSide = Field(default_factory=DisaggregatedSide,
+        description="The prefill side: replicas per unit and their layout")
+    decode: DisaggregatedSide = Field(default_factory=DisaggregatedSide,
+        description="The decode side: replicas per unit and their layout")
     kv_link: Literal["nvlink", "rdma"] | None = Field(
         default=None, description="The KV link: NVLink when the unit fits one scale-up domain (default), else "
         "the scale-out network (RDMA)")

@@ -54,17 +54,20 @@ class Checkpointing(Frozen):
 class TrainingJob(Checkpointing):
     """One job, given explicitly."""
 
-    name: Annotated[str, Field(min_length=1, max_length=120)]
-    pool: str
-    gpus: Annotated[int, Field(ge=1)]
-    submit: When = 0.0
-    priority: int = 0
+    name: Annotated[str, Field(min_length=1, max_length=120)] = Field(description="Unique name of the job")
+    pool: str = Field(description="The pool it runs on")
+    gpus: Annotated[int, Field(ge=1)] = Field(description="GPUs it needs, all at once (gang scheduling)")
+    submit: When = Field(
+        default=0.0, description="Date (ISO, UTC) or offset from the start when it is submitted")
+    priority: int = Field(
+        default=0, description="Priority (higher first under the priority policy; lowest preempted first)")
     duration: PositiveDuration | None = Field(default=None, description="Work at full speed")
     flops: Positive | None = Field(default=None, description="Total training FLOPs")
     params: Positive | None = Field(default=None, description="Parameters N (FLOPs = 6·N·D)")
     tokens: Positive | None = Field(default=None, description="Training tokens D")
     mfu: Annotated[float, Field(gt=0, le=1)] = Field(default=0.375, description="Model FLOPs utilization")
-    dtype: Literal["bf16", "fp8"] = "bf16"
+    dtype: Literal["bf16", "fp8"] = Field(
+        default="bf16", description="Precision of the compute, for the 6·N·D duration: bf16 or fp8 (the GPU's peak at it)")
     usd_per_day_late: NonNegative | None = Field(
         default=None, description="What each day the job finishes late costs (reported, not booked)")
 
@@ -89,8 +92,10 @@ class TrainingJob(Checkpointing):
 class GpuChoice(Frozen):
     """Job sizes drawn from weighted choices."""
 
-    choices: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)]
-    weights: list[NonNegative] | None = None
+    choices: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)] = Field(
+        description="GPU counts a job may ask for")
+    weights: list[NonNegative] | None = Field(
+        default=None, description="Relative weight of each choice (default: equal)")
 
     @model_validator(mode="after")
     def _weights(self) -> GpuChoice:
@@ -102,14 +107,20 @@ class GpuChoice(Frozen):
 class JobStream(Checkpointing):
     """Jobs arriving as a Poisson stream, with random sizes and durations."""
 
-    name: Annotated[str, Field(min_length=1, max_length=80)]
-    pool: str
-    arrivals_per_hour: Annotated[float, Field(gt=0, le=100_000)]
-    gpus: Annotated[int, Field(ge=1)] | GpuChoice = 1
-    duration: DurationDistribution
-    start: When = 0.0
-    end: When | None = None
-    priority: int = 0
+    name: Annotated[str, Field(min_length=1, max_length=80)] = Field(description="Name of the stream")
+    pool: str = Field(description="The pool the jobs run on")
+    arrivals_per_hour: Annotated[float, Field(gt=0, le=100_000)] = Field(
+        description="Mean jobs submitted per hour (a Poisson process)")
+    gpus: Annotated[int, Field(ge=1)] | GpuChoice = Field(
+        default=1, description="GPUs per job: a count, or {choices, weights}")
+    duration: DurationDistribution = Field(
+        description="Work of each job: a duration or a duration distribution")
+    start: When = Field(
+        default=0.0, description="Date (ISO, UTC) or offset from the start of the first arrivals")
+    end: When | None = Field(
+        default=None, description="Date or offset after which no job arrives (none: the horizon's end)")
+    priority: int = Field(
+        default=0, description="Priority of the jobs (higher first under the priority policy; lowest preempted first)")
 
     _shorthand = field_validator("duration", mode="before")(lambda cls, v: duration_distribution(v))
 
@@ -118,13 +129,14 @@ class JobTrace(Checkpointing):
     """Jobs replayed from a CSV with columns ``submit_time,gpus,duration`` (a path relative to
     the scenario; ``submit_time`` a date or an offset, ``duration`` readable)."""
 
-    name: Annotated[str, Field(min_length=1, max_length=80)]
-    pool: str
-    csv: str
+    name: Annotated[str, Field(min_length=1, max_length=80)] = Field(description="Name of the trace")
+    pool: str = Field(description="The pool the jobs run on")
+    csv: str = Field(
+        description="CSV with columns submit_time,gpus,duration (a path relative to the scenario)")
     rows: list[tuple[When, Annotated[int, Field(ge=1)], Duration]] = Field(
         default_factory=list, description="Filled from the CSV: (submit time, GPUs, duration)"
     )
-    priority: int = 0
+    priority: int = Field(default=0, description="Priority of the trace's jobs")
 
     @model_validator(mode="before")
     @classmethod
@@ -169,25 +181,30 @@ class PoolTraining(Frozen):
     ``partition_gpus`` GPUs serves training only.
     """
 
-    mode: Literal["leftover", "preempt", "dedicated"] = "leftover"
-    partition_gpus: Annotated[int, Field(ge=0)] = 0
+    mode: Literal["leftover", "preempt", "dedicated"] = Field(
+        default="leftover", description="leftover: jobs use GPUs inference does not need and keep them; preempt: inference preempts jobs at each step; dedicated: a partition kept for training")
+    partition_gpus: Annotated[int, Field(ge=0)] = Field(
+        default=0, description="dedicated: GPUs kept for training")
 
 
 class Training(Frozen):
     """All training jobs and how they are scheduled."""
 
-    policy: Literal["fifo", "priority", "shortest_first", "easy_backfill"] = "fifo"
+    policy: Literal["fifo", "priority", "shortest_first", "easy_backfill"] = Field(
+        default="fifo", description="Queue policy: fifo, priority, shortest_first or easy_backfill")
     review_every: PositiveDuration = Field(default=3600.0, description="How often queues re-check for room")
-    jobs: list[TrainingJob] = Field(default_factory=list)
-    streams: list[JobStream] = Field(default_factory=list)
-    traces: list[JobTrace] = Field(default_factory=list)
+    jobs: list[TrainingJob] = Field(default_factory=list,
+        description="Named jobs (a fine-tune, a pre-training run)")
+    streams: list[JobStream] = Field(default_factory=list,
+        description="Streams of jobs arriving at random (experiments)")
+    traces: list[JobTrace] = Field(default_factory=list, description="Jobs replayed from CSV files")
 
 
 class LaunchAfter(Frozen):
     """A demand that starts ``delay`` after the named training job completes."""
 
-    after_job: str
-    delay: Duration = 0.0
+    after_job: str = Field(description="The training job whose completion starts the demand")
+    delay: Duration = Field(default=0.0, description="Time from that completion to the launch (e.g. 14d)")
 
 
 __all__ = ["JobStream", "JobTrace", "LaunchAfter", "PoolTraining", "Training", "TrainingJob"]

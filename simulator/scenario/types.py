@@ -76,8 +76,8 @@ class Span:
         return add_term(start, self.seconds, self.months)
 
     def text(self) -> str:
-        if self.months is None:
-            return format_duration(self.seconds)
+        if self.months is None:  # a fixed length: never "4mo", which would read as calendar months
+            return format_duration(self.seconds, months=False)
         if self.in_years and self.months % 12 == 0:
             return f"{self.months // 12}y"
         return f"{self.months}mo"

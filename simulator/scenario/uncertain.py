@@ -54,18 +54,22 @@ Number = Annotated[float, BeforeValidator(_number)]
 class Uncertain(Frozen):
     """A distribution of one input, drawn once per path."""
 
-    dist: Literal["lognormal", "triangular", "uniform", "normal", "choice"]
-    median: Number | None = None
-    p90: Number | None = None
-    low: Number | None = None
-    mode: Number | None = None
-    high: Number | None = None
-    mean: Number | None = None
-    sd: Number | None = None
-    values: list[Number] | None = None
-    weights: list[Annotated[float, Field(ge=0)]] | None = None
+    dist: Literal["lognormal", "triangular", "uniform", "normal", "choice"] = Field(
+        description="The distribution: lognormal (median, p90), triangular (low, mode, high), uniform (low, high), normal (mean, sd) or choice (values, weights)")
+    median: Number | None = Field(
+        default=None, description="lognormal: the median (a number, or a duration on a duration field)")
+    p90: Number | None = Field(default=None, description="lognormal: the 90th percentile, above the median")
+    low: Number | None = Field(default=None, description="triangular, uniform: the lowest value")
+    mode: Number | None = Field(default=None, description="triangular: the most likely value")
+    high: Number | None = Field(default=None, description="triangular, uniform: the highest value")
+    mean: Number | None = Field(default=None, description="normal: the mean")
+    sd: Number | None = Field(default=None, description="normal: the standard deviation (≥ 0)")
+    values: list[Number] | None = Field(default=None, description="choice: the values one is drawn from")
+    weights: list[Annotated[float, Field(ge=0)]] | None = Field(
+        default=None, description="choice: relative weight of each value (default: equal)")
     draw: Annotated[str, Field(min_length=1, max_length=80, pattern=r"^[A-Za-z0-9_.-]+$",
-                               description="Fields with the same draw name share one draw")] | None = None
+                               description="Fields with the same draw name share one draw")] | None = Field(
+                                   default=None, description="Fields naming the same draw share one random score: they move together")
 
     @model_validator(mode="after")
     def _parameters(self) -> Uncertain:

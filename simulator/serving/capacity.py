@@ -17,8 +17,9 @@ The curve also tabulates *SLO attainment* — the share of requests that individ
 both latency targets — against load ρ = λ / capacity, which the fleet's step kernels use to
 turn served requests into requests served within the SLO.
 
-Curves are cached on disk under ``$FLEETCAST_CACHE_DIR`` (default
-``~/.cache/fleetcast``), keyed by a hash of every input.
+Curves are cached on disk in the capacity cache (``<cache root>/capacity``, the root being
+``$FLEETCAST_CACHE_DIR`` or the user's cache folder: :mod:`simulator.cache_dirs`), keyed by a
+hash of every input.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from simulator.cache_dirs import capacity_cache
 from simulator.serving.disaggregated import DisaggregatedResult, Unit, simulate_disaggregated
 from simulator.serving.iteration import IterationModel, ServingConfigError
 from simulator.serving.kv_offload import HostKvTier
@@ -79,7 +81,7 @@ class CapacityCurve:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("FLEETCAST_CACHE_DIR", Path.home() / ".cache" / "fleetcast")) / "capacity"
+    return capacity_cache()
 
 
 def capacity_curve(

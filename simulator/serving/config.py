@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from simulator.scenario.catalog import BUILTIN_GPUS, GpuSpec, canonical_gpu_name
+from simulator.scenario.suggest import unknown_name
 from simulator.serving.iteration import RooflineIterationModel, ServingConfigError
 from simulator.serving.llm_catalog import LLM_CATALOG, LlmSpec, find_llm
 from simulator.serving.operators import OperatorIterationModel
@@ -18,16 +19,14 @@ def resolve_gpu(name: str, gpus: Mapping[str, GpuSpec] | None = None) -> tuple[s
         return canonical, table[canonical]
     canonical = canonical_gpu_name(name)
     if canonical is None:
-        known = ", ".join(sorted({*BUILTIN_GPUS, *table}))
-        raise ServingConfigError(f"unknown GPU {name!r}; known: {known}")
+        raise ServingConfigError(unknown_name("GPU", name, sorted({*BUILTIN_GPUS, *table}), "known"))
     return canonical, GpuSpec(**BUILTIN_GPUS[canonical])
 
 
 def resolve_llm(name: str, extra: Mapping[str, LlmSpec] | None = None) -> LlmSpec:
     spec = find_llm(name, dict(extra or {}))
     if spec is None:
-        known = ", ".join(sorted({*LLM_CATALOG, *(extra or {})}))
-        raise ServingConfigError(f"unknown model {name!r}; known: {known}")
+        raise ServingConfigError(unknown_name("model", name, sorted({*LLM_CATALOG, *(extra or {})}), "known"))
     return spec
 
 

@@ -42,7 +42,7 @@ _BYTES = {"bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp4": 4.5 / 8}
 #: KV-cache precisions (no 4-bit KV cache in vLLM).
 KV_DTYPES = ("bf16", "fp16", "fp8")
 
-#: Calibrated defaults (see README "Serving fidelity").
+#: Calibrated defaults (see docs/serving/validation.md, "Serving fidelity").
 COMPUTE_EFFICIENCY = 0.40
 MEMORY_EFFICIENCY = 0.75
 OVERHEAD_S = 0.002

@@ -46,6 +46,7 @@ def load_scenario(
     source: str | Path | Mapping[str, Any] | Scenario,
     overrides: Mapping[str, Any] | Iterable[str] | None = None,
     base_dir: str | Path | None = None,
+    accept: Iterable[str] = (),
 ) -> Scenario:
     """Validate a scenario (file path, dict or Scenario) and derive serving capacities.
 
@@ -54,11 +55,12 @@ def load_scenario(
         overrides: ``{"horizon.duration": "30d"}`` or ``["fleet.pools[0].count=64"]``.
         base_dir: the folder relative file names (growth CSVs, job traces) are read from when
             ``source`` is a mapping (default: the current folder; a file's own folder otherwise).
+        accept: plausibility checks confirmed, as ``--accept`` names them (``growth``, ``price``, …).
 
     Raises:
         simulator.ScenarioError: the first problem, with its field path and YAML line.
     """
-    scenario = _validate(source, overrides, resolve=resolve_serving, base_dir=base_dir)
+    scenario = _validate(source, overrides, resolve=resolve_serving, base_dir=base_dir, accept=accept)
     return resolve_serving(scenario) if isinstance(source, Scenario) and not overrides else scenario
 
 

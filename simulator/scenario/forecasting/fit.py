@@ -170,7 +170,7 @@ def fit_periods(series: pd.Series, period: str, period_s: float, origin: pd.Time
 
 def with_prior(trend: float, trend_sd: float, period_s: float, rate_per_month: float, sd: float) -> tuple[float, float]:
     """The trend and its standard error (per period) combined with a prior on the monthly growth,
-    by precision on the log scale (README): ``m0 = ln(1 + g0)``, ``v0 = (s0 / (1 + g0))²``."""
+    by precision on the log scale (docs/guide/demand-history.md): ``m0 = ln(1 + g0)``, ``v0 = (s0 / (1 + g0))²``."""
     per_month = SECONDS_PER_MONTH / period_s
     g, s = trend * per_month, max(trend_sd * per_month, 1e-12)
     m0, v0 = math.log1p(rate_per_month), (sd / (1.0 + rate_per_month)) ** 2
