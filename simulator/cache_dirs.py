@@ -85,6 +85,10 @@ def cache_folders(environ: dict[str, str] | os._Environ = os.environ) -> list[Ca
     """The cache folders under the root that exist, with their file counts and sizes."""
     root = cache_root(environ)
     folders = sorted(root.glob("numba-*")) if root.is_dir() else []
+    chosen = environ.get("NUMBA_CACHE_DIR")  # the keyed folder in use, where the user moved numba's cache
+    if chosen and Path(chosen).name.startswith(("fleetcast-", "numba-")) and Path(chosen).is_dir() \
+            and Path(chosen).parent != root:
+        folders.append(Path(chosen))
     found = [CacheFolder(path, "compiled kernels", *_size(path)) for path in folders]
     capacity = capacity_cache(environ)
     if capacity.is_dir():

@@ -314,3 +314,24 @@ def test_a_fitted_table_keeps_every_word_whole_even_beside_an_empty_column(width
     _cells_whole(text, ["1,024", "$123,360,000", "(H100)", "2026-07-02"])
     # Too narrow for a table even without "in service": each row stacked, every cell named.
     assert ("commits: $123,360,000" in text) == (width == 30)
+
+
+def test_the_burn_leaves_out_a_purchase_and_counts_a_partial_last_month_for_its_days():
+    # $100k of other costs a month (accrued by the second: a 28-day February costs 28/30.44 of it)
+    # over 100 days from 1 January: the last three months are February, March and 10 days of
+    # April, i.e. 2⅓ months. Eight GPUs bought on 15 March are a one-off investing flow: the
+    # burn is the costs alone per month covered, and the runway the closing cash over it.
+    data = base_scenario(horizon={"start": "2026-01-01", "duration": "100d", "step": "1d"})
+    data["other_costs"] = {"usd_per_month": 100_000.0}
+    data["financing"] = {"opening_cash_usd": 1_000_000.0}
+    data["fleet"]["pools"][0]["acquisition"]["price_usd"] = 20_000.0
+    data["fleet"]["pools"][0]["orders"] = [{"at": "2026-03-15", "count": 8, "lead_time": "0d"}]
+    result = run(data)
+    pnl = result.pnl.sort_values("month")
+    assert pnl["capex_usd"].to_numpy()[-3:].sum() > 100_000.0  # the purchase is in the last three months
+    burn = 100_000.0 * (28 + 31 + 10) * 86_400 / MONTH_S / (1 + 1 + 10 / 30)
+    entry = result.summary["cash"]["runway"]["p50"]
+    assert entry["basis"] == "extrapolated"
+    assert entry["burn_end_usd_per_month"] == pytest.approx(burn, rel=1e-9)
+    assert entry["months_past_horizon"] == pytest.approx(entry["cash_end_usd"] / burn, rel=1e-9)
+    assert entry["cash_end_usd"] == pytest.approx(pnl["cash_balance_usd"].iloc[-1], rel=1e-12)

@@ -16,6 +16,7 @@ from simulator.cli import main
 from simulator.scenario import load_scenario as validate_only
 from simulator.scenario.percent import percentage
 from simulator.scenario.plausibility import CHECKS
+from tests.helpers import base_scenario
 
 BASE = """\
 name: slips
@@ -247,8 +248,12 @@ def test_a_latency_written_with_its_unit_is_taken_as_written(tmp_path):
     text = SERVED.replace("tpot_s: 0.1", "tpot_s: 30s")
     result = cli("validate", write(tmp_path, text))
     assert result.exit_code == 0, result.output
-    assert resolved(result)["models"][0]["serving"]["slo"]["tpot_s"] == 30.0
-    assert "plausibility_notes" not in resolved(result)  # written only when there are some
+    data = resolved(result)
+    assert data["models"][0]["serving"]["slo"]["tpot_s"] == 30.0
+    # Taken as meant, and said: the resolved file (which writes 30.0) reads back as it ran.
+    assert data["accept"] == ["latency"]
+    assert data["plausibility_notes"] == ["latency: models[0].serving.slo.tpot_s: 30 seconds, written with its unit"]
+    assert "plausibility_notes" not in resolved(cli("validate", write(tmp_path, SERVED, "plain.yaml")))
 
 
 # --- price and horizon: warned ------------------------------------------------------------------
@@ -314,7 +319,8 @@ def test_accept_reaches_every_command_that_loads_a_scenario():
 def test_an_unknown_check_name_is_refused_with_the_closest(tmp_path):
     result = cli("validate", write(tmp_path, BASE), "--accept", "growht")
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
-    assert "--accept: unknown check 'growht'" in result.stderr and "did you mean 'growth'?" in result.stderr
+    assert result.stderr.startswith("error: --accept: unknown check 'growht'")  # an option: no YAML line
+    assert "did you mean 'growth'?" in result.stderr and "(line" not in result.stderr
 
 
 # --- names: did you mean ------------------------------------------------------------------------
@@ -355,3 +361,42 @@ def test_the_python_api_takes_accept_and_a_programs_mapping_is_taken_as_it_is(tm
     assert validate_only(data, ["models[0].demand.growth.rate_per_month=9"]).models[0].demand.growth.rate_per_month == 9
     with pytest.raises(simulator.ScenarioError, match=r"\+900% a month"):  # what --set puts on a file is checked
         validate_only(path, ["models[0].demand.growth.rate_per_month=9"], accept=["price"])
+
+
+def test_the_json_schema_lets_an_editor_write_a_share_or_a_rate_as_a_percentage():
+    # The schema allows "8%" exactly where the loader reads it: a growth rate, a share bounded
+    # within [0, 1]; not a plain number of another kind (a PUE of 130%).
+    import jsonschema
+
+    from simulator.scenario.jsonschema import scenario_json_schema
+
+    validator = jsonschema.Draft202012Validator(scenario_json_schema())
+    data = base_scenario()
+    data["models"][0]["demand"]["growth"] = {"kind": "exponential", "rate_per_month": "8%"}
+    assert list(validator.iter_errors(data)) == []
+    assert simulator.load_scenario(data).models[0].demand.growth.rate_per_month == 0.08
+    data["energy"]["pue"] = "130%"
+    errors = list(validator.iter_errors(data))
+    assert len(errors) == 1 and list(errors[0].absolute_path) == ["energy", "pue"]
+
+
+def test_a_latency_written_with_its_unit_is_taken_and_the_run_reads_back(tmp_path):
+    # tpot_s: 30s is unambiguous: the resolved scenario (which writes the number 30.0) carries
+    # `latency` in its accept, so it validates again as it ran.
+    source = write(tmp_path, SERVED)
+    out = tmp_path / "run"
+    done = cli("run", source, "--set", "models[0].serving.slo.tpot_s=30s", "--paths", "1", "--no-report",
+               "-q", "--out", out)
+    assert done.exit_code == 0, done.output
+    written = yaml.safe_load((out / "scenario.resolved.yaml").read_text())
+    assert written["models"][0]["serving"]["slo"]["tpot_s"] == 30.0 and "latency" in written["accept"]
+    assert cli("validate", out / "scenario.resolved.yaml").exit_code == 0
+
+
+def test_a_slip_in_the_uncertain_section_is_refused_as_where_the_field_is(tmp_path):
+    text = BASE + "uncertain:\n  models[0].demand.growth.rate_per_month: {dist: uniform, low: 6, high: 10}\n"
+    source = write(tmp_path, text)
+    assert_refused(cli("validate", source), "uncertain.models[0].demand.growth.rate_per_month",
+                   line_of(text, "models[0].demand.growth.rate_per_month"), "did you mean 6%")
+    percent = text.replace("low: 6, high: 10", "low: 6%, high: 10%")
+    assert cli("validate", write(tmp_path, percent, "p.yaml")).exit_code == 0

@@ -195,6 +195,8 @@ def type_text(node: Any) -> str:
                 texts.append(text)
         return " or ".join(texts) if texts else "null"
     kind = node.get("type")
+    if kind == "string" and "%" in node.get("pattern", ""):
+        return "percentage (`8%`)"
     if _is_duration(node):
         return "duration"
     if node.get("format") in ("date", "date-time"):

@@ -138,18 +138,52 @@ def statements(pnl: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)  # months, then quarters, then years; periods in order; lines in order
 
 
+def recurring_cash_flow(pnl: pd.DataFrame) -> np.ndarray:
+    """Each row's cash flow before new money and one-off investing flows: the operating and
+    financing cash flows less loans drawn and equity raised (the whole cash flow less those,
+    for books without sections)."""
+    if "operating_cash_flow_usd" in pnl and "financing_cash_flow_usd" in pnl:
+        flow = pnl["operating_cash_flow_usd"].to_numpy(dtype=float) + pnl["financing_cash_flow_usd"].to_numpy(dtype=float)
+    else:
+        flow = pnl["cash_flow_usd"].to_numpy(dtype=float)
+    for raised in ("loan_drawn_usd", "equity_raised_usd"):
+        if raised in pnl:
+            flow = flow - pnl[raised].to_numpy(dtype=float)
+    return flow
+
+
+def month_fractions(months: np.ndarray, start: pd.Timestamp | None, end: pd.Timestamp | None) -> np.ndarray:
+    """The share of each calendar month (given by its first day) inside [start, end)."""
+    first = pd.DatetimeIndex(months)
+    following = first + pd.offsets.MonthBegin(1)
+    low = first if start is None else first.where(first >= _naive(start), _naive(start))
+    high = following if end is None else following.where(following <= _naive(end), _naive(end))
+    return np.clip((high - low) / (following - first), 0.0, 1.0)
+
+
+def _naive(instant: pd.Timestamp) -> pd.Timestamp:
+    """``instant`` as the pnl's months are written (UTC, without a zone)."""
+    instant = pd.Timestamp(instant)
+    return instant.tz_convert("UTC").tz_localize(None) if instant.tzinfo is not None else instant
+
+
 #: Months whose burn rate runway past the horizon is extrapolated at.
 BURN_MONTHS = 3
 MAX_RUNWAY_MONTHS = 1200
 
 
-def cash_figures(pnl: pd.DataFrame) -> pd.DataFrame:
+def cash_figures(pnl: pd.DataFrame, start: pd.Timestamp | None = None,
+                 end: pd.Timestamp | None = None) -> pd.DataFrame:
     """Per path: the lowest month-end cash balance, its month, and the first month that ends
     with negative cash (NaT: none) with the months of runway before it.
 
-    Past the horizon, an extrapolation: at the last three months' burn (the net cash flow less
-    loans drawn and equity raised: what the business spends, debt service included, before new
-    money), the months the closing cash lasts (``runway_past_horizon_months``: NaN if cash was not
+    Past the horizon, an extrapolation at the *burn* of the last three months: what the
+    business spends month after month, debt service included, before new money and before
+    purchases (the operating and financing cash flows, less loans drawn and equity raised;
+    GPU purchases, deposits and sales are one-off investing flows a burn rate does not repeat),
+    per month of the horizon those months cover (a last month the horizon holds for 10 days
+    counts as a third of one; ``start`` and ``end`` are the horizon's, when given). From it:
+    the months the closing cash lasts (``runway_past_horizon_months``: NaN if cash was not
     falling, else 0 if cash ended at or below zero) and the month it would run out; that burn
     (``burn_end_usd_per_month``, negative: cash rising), the closing cash and the months."""
     ordered = pnl.sort_values(["path", "month"])
@@ -159,11 +193,9 @@ def cash_figures(pnl: pd.DataFrame) -> pd.DataFrame:
         months = group["month"].to_numpy()
         low = int(np.argmin(cash))
         negative = np.flatnonzero(cash < 0)
-        spent = group["cash_flow_usd"].to_numpy()
-        for raised in ("loan_drawn_usd", "equity_raised_usd"):
-            if raised in group:
-                spent = spent - group[raised].to_numpy()
-        burn = -float(np.mean(spent[-BURN_MONTHS:]))
+        spent = recurring_cash_flow(group)
+        covered = month_fractions(months, start, end)
+        burn = -float(np.sum(spent[-BURN_MONTHS:]) / max(np.sum(covered[-BURN_MONTHS:]), 1e-9))
         past = np.nan if burn <= 0 else (0.0 if cash[-1] <= 0 else cash[-1] / burn)  # not falling: no runway
         past = past if past <= MAX_RUNWAY_MONTHS else np.nan  # a burn too small to run out within a century
         out_month = pd.NaT if not np.isfinite(past) else (

@@ -12,6 +12,10 @@ import pandas as pd
 #: Columns of the table of headline figures: (label, path in the summary).
 COMPARED = (
     ("share_served_p50", ("quantiles", "share_served", "p50")),
+    # Pooled over every path and step (Σ served / Σ demanded): paths that run short carry the
+    # most demand, so this is the share of all requests; the P50 is a typical path's.
+    ("share_served_pooled", ("pooled", "share_served")),
+    ("slo_attainment_pooled", ("pooled", "slo_attainment")),
     ("first_shortfall_p50", ("first_shortfall_time", "p50")),
     ("shortfall_probability", ("first_shortfall_time", "probability")),
     ("cost_usd_p50", ("quantiles", "cost_usd", "p50")),

@@ -19,7 +19,7 @@ PERCENT_FIELDS = frozenset({
     "decay_per_year", "headroom", "daily_amplitude", "weekly_amplitude", "draw_fraction", "idle_draw_fraction",
     "min_unserved_share", "max_unserved_share", "min_utilization", "max_utilization", "min_slo_attainment",
     "commitment_fee_per_year", "spread_per_year", "upfront_fee_share", "max_ltv", "target", "threshold",
-    "cash_quantile", "increase_per_month", "gpu_memory_utilization",
+    "cash_quantile", "increase_per_month", "gpu_memory_utilization", "target_utilization", "fill_probability", "mfu",
 })
 #: Whole-section fields whose value is a share only under these section names (``taxes.rate``).
 PERCENT_IN = {"taxes": {"rate"}}

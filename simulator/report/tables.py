@@ -61,7 +61,8 @@ def years_table(summary: dict[str, Any]) -> dict[str, Any] | None:
 
 def comparison_table(comparison: pd.DataFrame) -> dict[str, Any]:
     """Headline figures side by side: one row per variant or run."""
-    kinds = {"share_served_p50": "share", "shortfall_probability": "share", "utilization_p50": "share",
+    kinds = {"share_served_p50": "share", "share_served_pooled": "share", "slo_attainment_pooled": "share",
+             "shortfall_probability": "share", "utilization_p50": "share",
              "gross_margin_pct_p50": "pct"}
     rows = []
     for _, row in comparison.iterrows():

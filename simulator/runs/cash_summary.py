@@ -29,12 +29,14 @@ Quantiles = Callable[[pd.Series], dict[str, float | None]]
 Instants = Callable[[pd.Series], dict[str, Any]]
 
 
-def cash_summary(pnl: pd.DataFrame, opening_usd: float, quantiles: Quantiles, instants: Instants) -> dict[str, Any]:
+def cash_summary(pnl: pd.DataFrame, opening_usd: float, quantiles: Quantiles, instants: Instants,
+                 start: pd.Timestamp | None = None, end: pd.Timestamp | None = None) -> dict[str, Any]:
     """The ``cash`` block of ``summary.json`` (empty without a cash balance); ``quantiles`` and
-    ``instants`` are summary.py's P10/P50/P90 of values and of dates."""
+    ``instants`` are summary.py's P10/P50/P90 of values and of dates; ``start`` and ``end``
+    the horizon's (a partial last month's burn counts for its part)."""
     if not len(pnl) or "cash_balance_usd" not in pnl:
         return {}
-    cash = cash_figures(pnl)
+    cash = cash_figures(pnl, start, end)
     negative = cash["first_negative_month"].notna()
     at_quantile = lowest_balance_at_quantiles(cash)
     return {

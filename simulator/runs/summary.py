@@ -209,7 +209,8 @@ def summarize(scenario: Scenario, totals: pd.DataFrame, pnl: pd.DataFrame,
     }
     if periods is not None:
         summary["periods"] = periods_json(periods)
-    summary["cash"] = cash_summary(pnl, scenario.financing.opening_cash_usd, _quantiles, first_shortfall_quantiles)
+    summary["cash"] = cash_summary(pnl, scenario.financing.opening_cash_usd, _quantiles, first_shortfall_quantiles,
+                                   scenario.horizon.start, scenario.horizon.end_time)
     summary["books"] = books_summary(pnl, _quantiles)
     if any(facility.covenants.min_dscr is not None or facility.covenants.max_ltv is not None
            for facility in scenario.financing.facilities):

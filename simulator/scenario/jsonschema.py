@@ -3,7 +3,8 @@
 Pydantic writes the schema of the models; two things are added to say what the loader
 accepts beyond them: any number or duration may instead be a distribution drawn per path
 (``{dist: lognormal, median: …, p90: …}``, see :mod:`simulator.scenario.uncertain`), except
-the fields that shape the run (name, horizon, seed, paths); and defaults of durations are
+the fields that shape the run (name, horizon, seed, paths); a share or a rate may be written
+as a percentage (``8%``, :mod:`simulator.scenario.percent`); and defaults of durations are
 written as durations (``"1h"``), as a scenario would write them.
 """
 
@@ -11,12 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from simulator.scenario.percent import RATE_NAME
 from simulator.scenario.scenario import Scenario
 from simulator.scenario.uncertain import FIXED_FIELDS
 from simulator.units import format_duration
 
 SCHEMA_ID = "https://fleetcast.dev/schema/scenario.json"
 _DISTRIBUTION = {"$ref": "#/$defs/Uncertain"}
+#: A share or a rate written as a percentage (what :func:`simulator.scenario.percent.percentage` reads).
+_PERCENT_TEXT = {"type": "string", "pattern": r"^\s*[+-]?(\d[\d_]*(\.\d*)?|\.\d+)\s*%\s*$", "examples": ["8%"]}
 
 
 def scenario_json_schema() -> dict[str, Any]:
@@ -67,7 +71,7 @@ def _walk(node: Any) -> Any:
     if not isinstance(node, dict):
         return node
     if "properties" in node:
-        node["properties"] = {key: _walk(value) for key, value in node["properties"].items()}
+        node["properties"] = {key: _with_percent(key, _walk(value)) for key, value in node["properties"].items()}
     for key in ("items", "additionalProperties"):
         if isinstance(node.get(key), dict):
             node[key] = _walk(node[key])
@@ -85,4 +89,21 @@ def _walk(node: Any) -> Any:
         outer = {key: node.pop(key) for key in ("title", "description", "default") if key in node}
         options = [node, _ZERO] if _is_duration(node) else [node]
         return {**outer, "anyOf": [*options, _DISTRIBUTION]}
+    return node
+
+
+def _takes_percent(name: str, option: dict[str, Any]) -> bool:
+    """A number option of a share or a rate: named as one, or bounded within [-1, 1] (the
+    loader's rule, :func:`simulator.scenario.percent.takes_percent`)."""
+    if option.get("type") != "number":
+        return False
+    low = option.get("minimum", option.get("exclusiveMinimum"))
+    high = option.get("maximum", option.get("exclusiveMaximum"))
+    return bool(RATE_NAME.search(name)) or (low is not None and high is not None and low >= -1 and high <= 1)
+
+
+def _with_percent(name: str, node: Any) -> Any:
+    """The property ``name`` with a percentage allowed beside its number, where it is a share or a rate."""
+    if isinstance(node, dict) and any(_takes_percent(name, option) for option in node.get("anyOf", ())):
+        node["anyOf"] = [*node["anyOf"][:1], _PERCENT_TEXT, *node["anyOf"][1:]]
     return node

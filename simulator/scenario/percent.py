@@ -30,7 +30,7 @@ from simulator.scenario.fieldpath import parse_field_path
 from simulator.scenario.schema_walk import _validators, holds_duration, members, types_at
 
 #: Field names that hold a share or a rate whatever their bounds.
-_RATE_NAME = re.compile(
+RATE_NAME = re.compile(
     r"(^|_)(share|probability|utilization|amplitude)$"
     r"|^(rate|growth|increase|decay|volatility|spread|commitment_fee)_per_(month|year)$"
 )
@@ -59,7 +59,7 @@ def takes_percent(root: Any, loc: Loc) -> bool:
         return False
     if any(_validators(tp) for tp in found):  # seconds, dates, numbers of their own kind
         return False
-    if _RATE_NAME.search(loc[-1]):
+    if RATE_NAME.search(loc[-1]):
         return True
     low, high = _bounds(found)
     return low is not None and high is not None and low >= -1 and high <= 1

@@ -32,7 +32,9 @@ from typing import Any, Literal
 
 import pandas as pd
 
+from simulator.errors import InputError
 from simulator.scenario.errors import Loc, ScenarioError, format_path
+from simulator.scenario.fieldpath import parse_field_path
 from simulator.scenario.schema_walk import _validators, types_at
 from simulator.scenario.suggest import unknown_name
 from simulator.scenario.types import _instant, _seconds, _when
@@ -94,7 +96,7 @@ def accepted_checks(names: Iterable[str]) -> set[str]:
     names = list(names)
     for name in names:
         if name not in CHECKS:
-            raise ScenarioError((), f"--accept: {unknown_name('check', name, CHECKS)}")
+            raise InputError(f"--accept: {unknown_name('check', name, CHECKS)}")  # an option: no YAML line
     return set(names)
 
 
@@ -138,6 +140,9 @@ def check_plausibility(scenario: Any, written: dict[str, Any], percent: set[Loc]
                     warnings.simplefilter("always", ScenarioWarning)  # every load says it again
                     warnings.warn(ScenarioWarning(finding.text()), stacklevel=2)
     accepted |= taken
+    for loc, seconds in _latencies_with_units(type(scenario), written, only):
+        accepted.add("latency")  # written with its unit: taken as meant, and read back so
+        notes.append(f"latency: {format_path(loc)}: {seconds:g} seconds, written with its unit")
     for loc in sorted(percent, key=format_path):
         spelled = max(_numbers(_at(written, loc)), default=None)
         if spelled is not None and loc[-1] in GROWTH_FIELDS and spelled >= 1:
@@ -158,6 +163,38 @@ def findings(scenario: Any, written: dict[str, Any], percent: set[Loc], lines: d
         found = None if loc in percent else _flag(scenario, root, loc, value)
         if found is not None:
             yield Finding(found.check, loc, found.what, found.intent, found.spelling, _line_of(loc, lines))
+    for loc, target, value in _uncertain_inputs(written):  # a distribution the section gives a field
+        if (only is not None and not _under(loc, only)) or target in percent:
+            continue
+        found = _flag(scenario, root, target, value)
+        if found is not None:
+            yield Finding(found.check, loc, found.what, found.intent, found.spelling, _line_of(loc, lines))
+
+
+def _uncertain_inputs(written: dict[str, Any]) -> Iterator[tuple[Loc, Loc, Any]]:
+    """``uncertain:`` entries as (their own field path, the field they draw, the distribution)."""
+    section = written.get("uncertain")
+    for key, value in (section.items() if isinstance(section, dict) else ()):
+        try:
+            target = parse_field_path(str(key))
+        except ScenarioError:
+            continue  # reported where the section is validated
+        yield ("uncertain", key), target, value
+
+
+def _latencies_with_units(root: Any, written: dict[str, Any], only: set[Loc] | None) -> Iterator[tuple[Loc, float]]:
+    """Latency targets of :data:`LATENCY_LIMIT_S` or more written with a unit (``30s``): unambiguous."""
+    for loc, value in _leaves(written, ()):
+        if (not loc or not isinstance(loc[-1], str) or loc[0] in ("variants", "uncertain", "accept")
+                or (only is not None and not _under(loc, only)) or not isinstance(value, str)):
+            continue
+        if _seconds in _parsers(root, loc) and not any(True for _ in _numbers(value, text=True)):
+            try:
+                seconds = float(_seconds(value))
+            except (TypeError, ValueError):
+                continue
+            if seconds >= LATENCY_LIMIT_S:
+                yield loc, seconds
 
 
 def _flag(scenario: Any, root: Any, loc: Loc, value: Any) -> Finding | None:
