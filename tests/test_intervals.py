@@ -5,6 +5,7 @@ against quantiles and probabilities known in closed form."""
 from __future__ import annotations
 
 import math
+import warnings
 from fractions import Fraction
 from statistics import NormalDist
 
@@ -17,6 +18,7 @@ from simulator.runs.intervals import (
     mean_interval,
     quantile_interval,
     quantile_rank_bounds,
+    ratio_interval,
     wilson_interval,
 )
 
@@ -244,3 +246,16 @@ def test_half_width():
     assert half_width((None, 4.0)) == math.inf
     assert half_width((1.0, None)) == math.inf
     assert half_width(wilson_interval(10, 100)) == pytest.approx(0.0498184, abs=5e-7)
+
+
+def test_ratio_interval_by_hand_and_beyond_a_floats_range():
+    # x = (1, 2, 3), y = (2, 2, 4): R = 6/8; residuals x − R·y = (−0.5, 0.5, 0), sd 0.5;
+    # half-width z·0.5 / (√3 · 8/3).
+    z = NormalDist().inv_cdf(0.95)
+    half = z * 0.5 / (math.sqrt(3) * 8 / 3)
+    low, high = ratio_interval([1, 2, 3], [2, 2, 4])
+    assert low == pytest.approx(0.75 - half, rel=1e-12) and high == pytest.approx(0.75 + half, rel=1e-12)
+    assert ratio_interval([1.0], [2.0]) == (None, None)  # one path: no interval
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an overflow is no interval, and says nothing on the terminal
+        assert ratio_interval([1e308, 1e308], [1e-308, 1e-308]) == (None, None)

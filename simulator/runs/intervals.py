@@ -126,8 +126,11 @@ def ratio_interval(numerators: ArrayLike, denominators: ArrayLike, level: float 
     x, y = x[keep], y[keep]
     if len(x) < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()) or y.sum() <= 0:
         return None, None
-    ratio = float(x.sum() / y.sum())
-    half = _z(level) * float(np.std(x - ratio * y, ddof=1)) / (math.sqrt(len(x)) * float(np.mean(y)))
+    with np.errstate(all="ignore"):  # sums beyond a float's range: no interval, and no warning
+        ratio = float(x.sum() / y.sum())
+        half = _z(level) * float(np.std(x - ratio * y, ddof=1)) / (math.sqrt(len(x)) * float(np.mean(y)))
+    if not (math.isfinite(ratio) and math.isfinite(half)):
+        return None, None
     return _finite(ratio - half), _finite(ratio + half)
 
 
